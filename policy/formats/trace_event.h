@@ -17,18 +17,24 @@
 namespace cxiosync {
 
 struct TraceEvent {
-  enum class Kind { SyscallEnter, SyscallExit, WritebackQueue, LostEvents, Other } kind = Kind::Other;
+  enum class Kind {
+    SyscallEnter,
+    SyscallExit,
+    WritebackQueue,
+    LostEvents,
+    Other
+  } kind = Kind::Other;
   std::string comm;
   int64_t tid = 0;
   uint32_t cpu = 0;
   uint64_t timestampUsec = 0;
-  std::string syscall;              // "sync", "syncfs", "fsync", ... for enter/exit
-  std::optional<int64_t> ret;       // exit only
-  std::optional<int64_t> fd;        // enter of fd-taking syscalls (syncfs, fsync, ...)
-  std::optional<DevNum> bdi;        // writeback_queue
-  std::string reason;               // writeback_queue: "sync", "background", ...
+  std::string syscall;                // "sync", "syncfs", "fsync", ... for enter/exit
+  std::optional<int64_t> ret;         // exit only
+  std::optional<int64_t> fd;          // enter of fd-taking syscalls (syncfs, fsync, ...)
+  std::optional<DevNum> bdi;          // writeback_queue
+  std::string reason;                 // writeback_queue: "sync", "background", ...
   std::optional<uint64_t> cgroupIno;  // writeback_queue
-  uint64_t lostEvents = 0;          // LostEvents
+  uint64_t lostEvents = 0;            // LostEvents
 };
 
 // Returns Kind::Other for well-formed lines of events we do not interpret; an error only

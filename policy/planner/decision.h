@@ -12,10 +12,10 @@ namespace cxiosync {
 
 // A boost in force (as journaled by the executor and handed back to the planner each step).
 struct ActiveBoost {
-  CgroupPath cgroup;      // where the limit sits (may be an ancestor of the dirtier)
+  CgroupPath cgroup;  // where the limit sits (may be an ancestor of the dirtier)
   DevNum device;
-  IoMaxEntry original;    // the line as it was before we wrote (all four keys)
-  IoMaxEntry boosted;     // what we wrote
+  IoMaxEntry original;  // the line as it was before we wrote (all four keys)
+  IoMaxEntry boosted;   // what we wrote
   TimePoint started{};
   std::vector<int64_t> syncerTids;  // foreign syncers this boost serves
   bool shutdownLift = false;        // lift_on_shutdown: never restored by the planner

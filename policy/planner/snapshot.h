@@ -23,7 +23,7 @@ const char* syncSyscallName(SyncSyscall s);  // "sync", "syncfs", ...
 // A thread inside a sync-family syscall.
 struct Syncer {
   int64_t tid = 0;
-  int64_t pid = 0;   // thread group id
+  int64_t pid = 0;  // thread group id
   std::string comm;
   CgroupPath cgroup;
   SyncSyscall syscall = SyncSyscall::Sync;
@@ -37,10 +37,10 @@ struct Syncer {
 
 struct CgroupState {
   CgroupPath path;
-  uint64_t inode = 0;               // cgroupfs directory inode (tracefs cgroup_ino)
-  std::vector<IoMaxEntry> ioMax;    // own io.max lines as read
-  uint64_t fileDirty = 0;           // memory.stat file_dirty, bytes
-  uint64_t fileWriteback = 0;       // memory.stat file_writeback, bytes
+  uint64_t inode = 0;             // cgroupfs directory inode (tracefs cgroup_ino)
+  std::vector<IoMaxEntry> ioMax;  // own io.max lines as read
+  uint64_t fileDirty = 0;         // memory.stat file_dirty, bytes
+  uint64_t fileWriteback = 0;     // memory.stat file_writeback, bytes
 };
 
 // Block device stack: writes to `dev` are re-issued to `lower` (loop -> backing device,
