@@ -1,0 +1,99 @@
+#pragma once
+// BusServer: exports org.cxiosync1.Manager at /org/cxiosync1 on a bus connection, wrapping a
+// ManagerBackend, and is driven by the daemon's own single-threaded event loop.
+//
+// Wiring in the daemon (sketch):
+//   auto server = BusServer::create(backend, {.bus = BusTarget::system()});
+//   if (!server) { log server.error().message; exit }      // name taken, no bus, ...
+//   loop.addFd(server->fd(), ..., onReady = [&]{ server->process(); },
+//              prepare = [&]{ auto p = server->pollSpec(); rearm(p.events, p.timeoutMs); });
+//   backend.setEvents(server.get());   // ManagerEvents: signals
+//
+// Threading: everything (create, process, the ManagerEvents calls, destruction) on one thread.
+// No sdbus-c++ types leak out of this header.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dbus/manager_backend.h"
+#include "policy/result.h"
+
+namespace cxiosync::dbus {
+
+inline constexpr const char* kBusName = "org.cxiosync1";
+inline constexpr const char* kObjectPath = "/org/cxiosync1";
+inline constexpr const char* kManagerInterface = "org.cxiosync1.Manager";
+inline constexpr const char* kManageAction = "org.cxiosync1.manage";
+
+// Which bus: the system bus, the session bus, or an explicit address (tests: a private
+// dbus-daemon's "unix:path=...,guid=...").
+struct BusTarget {
+  enum class Kind { System, Session, Address } kind = Kind::System;
+  std::string address;  // Kind::Address only
+
+  static BusTarget system() { return {}; }
+  static BusTarget session() { return {Kind::Session, {}}; }
+  static BusTarget at(std::string address) { return {Kind::Address, std::move(address)}; }
+  // "system" | "session" | an address containing ':' ("unix:path=/run/x"). EINVAL otherwise.
+  static Result<BusTarget> parse(std::string_view text);
+  std::string describe() const;  // "system", "session", or the address
+};
+
+struct BusServerOptions {
+  BusTarget bus;
+  std::string busName = kBusName;  // the well-known name to request
+  // Test hooks. Production leaves these alone.
+  std::string polkitBusName = "org.freedesktop.PolicyKit1";  // where CheckAuthorization goes
+  std::optional<uint32_t> uidOverride;  // treat every caller as this uid (tests only)
+};
+
+// What the event loop must wait for: poll(2) bits (POLLIN/POLLOUT, equal to EPOLLIN/EPOLLOUT)
+// on fd, and a timeout (-1: none; 0: call process() right away).
+struct PollSpec {
+  int fd = -1;
+  uint32_t events = 0;
+  int timeoutMs = -1;
+};
+
+class BusServer final : public ManagerEvents {
+ public:
+  // Connects, exports the object and requests the name (synchronously; done before READY=1).
+  // Errors (code EIO/EEXIST/...): no bus, name already owned, policy refused ownership.
+  static Result<std::unique_ptr<BusServer>> create(ManagerBackend& backend,
+                                                   BusServerOptions options);
+  ~BusServer() override;
+  BusServer(const BusServer&) = delete;
+  BusServer& operator=(const BusServer&) = delete;
+
+  // Event-loop integration. Re-read pollSpec() after every process() and before every wait
+  // (sd-bus may want POLLOUT, or a timeout for pending async calls such as polkit's reply).
+  int fd() const;
+  PollSpec pollSpec() const;
+  short events() const { return static_cast<short>(pollSpec().events); }
+  int timeoutMs() const { return pollSpec().timeoutMs; }
+  // Handles everything pending (method calls, polkit replies, outgoing queue). Never throws;
+  // never blocks on anything but the bus daemon itself. Returns false if the connection is
+  // dead (bus daemon went away): the daemon should log and exit (systemd restarts it).
+  bool process();
+
+  // ManagerEvents: emit signals / PropertiesChanged. Never throw.
+  void syncDetected(const SyncerInfo& syncer) override;
+  void boostStarted(const BoostInfo& boost) override;
+  void boostEnded(const BoostInfo& boost, const std::string& reason) override;
+  void policyChanged(const std::string& cgroup, const std::string& knob, const std::string& value,
+                     const std::string& source) override;
+  void propertiesMayHaveChanged() override;
+
+  // The unique name of our connection (":1.42"), for logs and tests.
+  std::string uniqueName() const;
+
+  struct Impl;
+
+ private:
+  explicit BusServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cxiosync::dbus
