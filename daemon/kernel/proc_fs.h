@@ -1,0 +1,74 @@
+#pragma once
+// procfs adapter (--proc-root, default /proc): threads, their state, syscall and cgroup,
+// and the device behind an open fd. All opens are O_CLOEXEC and relative to the root fd.
+// A thread or process that exits mid-read is a gone error (ENOENT/ESRCH), not a failure.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/kernel/fs.h"
+#include "policy/formats/proc.h"
+#include "policy/model/cgroup_path.h"
+#include "policy/model/dev_num.h"
+#include "policy/result.h"
+
+namespace cxiosync {
+
+namespace procfile {
+inline constexpr const char* kStat = "stat";
+inline constexpr const char* kStatus = "status";
+inline constexpr const char* kSyscall = "syscall";
+inline constexpr const char* kCgroup = "cgroup";
+inline constexpr const char* kTask = "task";
+inline constexpr const char* kFd = "fd";
+inline constexpr const char* kMountInfo = "mountinfo";
+}  // namespace procfile
+
+inline constexpr const char* kDefaultProcRoot = "/proc";
+
+class ProcFs {
+ public:
+  static Result<std::unique_ptr<ProcFs>> open(const std::string& root = kDefaultProcRoot);
+  ProcFs(UniqueFd rootFd, std::string root);
+  virtual ~ProcFs() = default;
+
+  const std::string& root() const { return root_; }
+  int rootFd() const { return rootFd_.get(); }
+
+  // Numeric entries of the root (thread group ids).
+  virtual Result<std::vector<int64_t>> listPids() const;
+  // /proc/PID/task entries. Gone when the process exited.
+  virtual Result<std::vector<int64_t>> listTids(int64_t pid) const;
+
+  // /proc/PID/task/TID/{stat,syscall,cgroup}.
+  virtual Result<ProcStat> readTaskStat(int64_t pid, int64_t tid) const;
+  virtual Result<ProcSyscall> readTaskSyscall(int64_t pid, int64_t tid) const;
+  // The thread's cgroup v2 path relative to the cgroup root; nullopt when it has none.
+  virtual Result<std::optional<CgroupPath>> readTaskCgroup(int64_t pid, int64_t tid) const;
+
+  // By tid alone (/proc/TID/... resolves any thread id, as tracefs reports tids).
+  Result<ProcStat> readThreadStat(int64_t tid) const;
+  Result<ProcSyscall> readThreadSyscall(int64_t tid) const;
+  Result<std::optional<CgroupPath>> readThreadCgroup(int64_t tid) const;
+  // Tgid: line of /proc/TID/status: the process the thread belongs to.
+  Result<int64_t> readThreadTgid(int64_t tid) const;
+
+  // st_dev of the file open as fd `fd` in process/thread `id` (stat of /proc/ID/fd/FD,
+  // following the magic link). Gone when the process or the fd went away.
+  Result<DevNum> fdDevice(int64_t id, int64_t fd) const;
+
+  // /proc/self/mountinfo text (for device-of-path lookups).
+  Result<std::string> readSelfMountInfo() const;
+
+ private:
+  Result<std::string> readRel(const std::string& rel) const;
+  UniqueFd rootFd_;
+  std::string root_;
+};
+
+// Parses the "Tgid:" line of /proc/TID/status.
+Result<int64_t> parseStatusTgid(std::string_view text);
+
+}  // namespace cxiosync
