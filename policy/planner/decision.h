@@ -32,7 +32,14 @@ enum class RefuseReason {
 };
 const char* refuseReasonName(RefuseReason r);  // "self-sync", "boost-denied", ...
 
-enum class EndReason { SyncersLeft, MaxBoostTime, BudgetExhausted, Shutdown, PolicyChanged };
+enum class EndReason {
+  SyncersLeft,      // the last foreign syncer served by the boost left its sync call
+  MaxBoostTime,     // max_boost_seconds of the holder reached
+  BudgetExhausted,  // boost_budget of the holder used up in its window
+  Shutdown,         // clean daemon stop (restore-all)
+  PolicyChanged,    // the holder is now boost: deny, or no served syncer is eligible any more
+  CgroupGone,       // the holder cgroup vanished from the snapshot (executor sees ENOENT)
+};
 const char* endReasonName(EndReason r);  // "syncers-left", "max-boost-time", ...
 
 struct StartBoost {
@@ -41,8 +48,11 @@ struct StartBoost {
   DevNum device;
   IoMaxEntry original;
   IoMaxEntry boosted;
-  Syncer trigger;
+  Syncer trigger;      // shutdown lift: a synthetic syncer (tid 0, comm "(shutdown)", root)
   std::string reason;  // one line a person can read
+  // lift_on_shutdown: pass to BoostExecutor::start(d, now, d.shutdownLift); never restored.
+  bool shutdownLift = false;
+  std::vector<int64_t> syncerTids;  // every syncer this boost serves from the start
 };
 
 struct RestoreBoost {
