@@ -14,6 +14,16 @@ struct ValueSource {
   std::string file;  // empty for Default/Runtime
   int line = 0;
   std::string describe() const;  // "default", "runtime", "/etc/cxiosync/cxiosync.yaml:12"
+  bool operator==(const ValueSource&) const = default;
+
+  static ValueSource builtin() { return {}; }
+  static ValueSource runtime() { return {Kind::Runtime, {}, 0}; }
+  static ValueSource yaml(std::string file, int line) {
+    return {Kind::Yaml, std::move(file), line};
+  }
+  static ValueSource dropIn(std::string file, int line) {
+    return {Kind::DropIn, std::move(file), line};
+  }
 };
 
 template <class T>
@@ -32,6 +42,8 @@ struct BoostCeiling {
 };
 
 // boost_budget: a dirtier is boosted at most `percent` of any sliding `window`.
+// The member defaults mean "no budget" (100%); the shipped default policy (25% of 120 s) comes
+// from builtinPolicyDefaults() in policy/config/defaults.h, see docs/configuration.md.
 struct BoostBudget {
   uint32_t percent = 100;  // 1..100
   std::chrono::seconds window{60};
@@ -39,12 +51,38 @@ struct BoostBudget {
 };
 
 // The per-cgroup policy after layering and inheritance: every field has a value and a source.
+// Obtain it from PolicyResolver::resolve() (policy/config/resolver.h), which fills every field
+// from the shipped defaults at the root; a default-constructed EffectivePolicy is NOT the
+// shipped default (its maxBoost is 0 s).
 struct EffectivePolicy {
   Sourced<bool> syncIsolation;
   Sourced<BoostPermission> boost;
   Sourced<BoostCeiling> boostCeiling;
   Sourced<std::chrono::seconds> maxBoost;
   Sourced<BoostBudget> boostBudget;
+};
+
+// A partial per-cgroup policy as one layer (built-in defaults, YAML, drop-ins, runtime) states
+// it for one cgroup: only the knobs that layer sets. Unset knobs fall through to lower layers
+// of the same cgroup, then to the nearest ancestor (docs/policy-semantics.md).
+struct PolicySettings {
+  std::optional<Sourced<bool>> syncIsolation;
+  std::optional<Sourced<BoostPermission>> boost;
+  std::optional<Sourced<BoostCeiling>> boostCeiling;
+  std::optional<Sourced<std::chrono::seconds>> maxBoost;
+  std::optional<Sourced<BoostBudget>> boostBudget;
+
+  bool empty() const {
+    return !syncIsolation && !boost && !boostCeiling && !maxBoost && !boostBudget;
+  }
+  // Every knob set in `higher` replaces the one here; knobs `higher` leaves unset are kept.
+  void overlay(const PolicySettings& higher) {
+    if (higher.syncIsolation) syncIsolation = higher.syncIsolation;
+    if (higher.boost) boost = higher.boost;
+    if (higher.boostCeiling) boostCeiling = higher.boostCeiling;
+    if (higher.maxBoost) maxBoost = higher.maxBoost;
+    if (higher.boostBudget) boostBudget = higher.boostBudget;
+  }
 };
 
 enum class DetectorKind { Auto, Tracefs, Procfs };
@@ -56,6 +94,11 @@ struct GlobalSettings {
   uint64_t minDirtyBytes = 1 << 20;  // 1 MiB
   bool dryRun = false;
   bool liftOnShutdown = true;
+};
+
+// Where each global setting came from, for `show`. Default-constructed = built-in defaults.
+struct GlobalSources {
+  ValueSource detector, pollInterval, watchFsync, minDirtyBytes, dryRun, liftOnShutdown;
 };
 
 }  // namespace cxiosync
