@@ -1,0 +1,85 @@
+#include "policy/formats/io_max.h"
+
+#include <set>
+
+#include "policy/formats/text_util.h"
+
+namespace cxiosync {
+
+namespace {
+constexpr std::string_view kWhat = "io.max";
+
+std::optional<uint64_t>* slotFor(IoLimits& l, std::string_view key) {
+  if (key == "rbps") return &l.rbps;
+  if (key == "wbps") return &l.wbps;
+  if (key == "riops") return &l.riops;
+  if (key == "wiops") return &l.wiops;
+  return nullptr;
+}
+
+void appendKey(std::string& out, std::string_view key, const std::optional<uint64_t>& v) {
+  if (!v) return;
+  out += ' ';
+  out += key;
+  out += '=';
+  if (*v == kUnlimited) {
+    out += "max";
+  } else {
+    out += std::to_string(*v);
+  }
+}
+}  // namespace
+
+Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text) {
+  if (auto e = detail::checkNoNul(kWhat, text)) return *e;
+  std::vector<IoMaxEntry> out;
+  std::set<DevNum> seen;
+  detail::LineReader reader(text);
+  std::string_view line;
+  while (reader.next(line)) {
+    const size_t n = reader.lineNo();
+    std::string_view rest = line;
+    std::string_view field;
+    if (!detail::nextField(rest, field)) continue;  // blank line
+    auto dev = parseDevNum(field);
+    if (!dev) return detail::lineError(kWhat, n, dev.error().message);
+    if (!seen.insert(*dev).second) {
+      return detail::lineError(kWhat, n, "duplicate device " + dev->str());
+    }
+    IoMaxEntry entry{*dev, {}};
+    while (detail::nextField(rest, field)) {
+      auto eq = field.find('=');
+      if (eq == std::string_view::npos) {
+        return detail::lineError(kWhat, n, "expected key=value", field);
+      }
+      std::string_view key = field.substr(0, eq);
+      std::string_view val = field.substr(eq + 1);
+      auto* slot = slotFor(entry.limits, key);
+      if (slot == nullptr) return detail::lineError(kWhat, n, "unknown key", key);
+      if (slot->has_value()) return detail::lineError(kWhat, n, "duplicate key", key);
+      if (val == "max") {
+        *slot = kUnlimited;
+      } else if (auto v = detail::parseU64(val)) {
+        *slot = *v;
+      } else {
+        return detail::lineError(kWhat, n,
+                                 "invalid value for '" + std::string(key) +
+                                     "' (expected 'max' or an unsigned number up to 2^64-1)",
+                                 val);
+      }
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
+std::string formatIoMaxLine(const IoMaxEntry& entry) {
+  std::string out = entry.dev.str();
+  appendKey(out, "rbps", entry.limits.rbps);
+  appendKey(out, "wbps", entry.limits.wbps);
+  appendKey(out, "riops", entry.limits.riops);
+  appendKey(out, "wiops", entry.limits.wiops);
+  return out;
+}
+
+}  // namespace cxiosync
