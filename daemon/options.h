@@ -1,0 +1,48 @@
+#pragma once
+// Command line of cxiosyncd. Pure: parseOptions() never touches the system, so tests can
+// feed it argv directly.
+//
+// Exit codes (documented in --help; the unit file sets RestartPreventExitStatus=2 6):
+//   0  clean stop, or --check-config with a valid config, --version, --help
+//   1  runtime failure (cannot open the cgroup root, the journal, ...)
+//   2  bad command line
+//   6  invalid configuration (--check-config, or at startup)
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/notify.h"
+#include "policy/config/knobs.h"
+#include "policy/result.h"
+
+namespace cxiosync {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitBadConfig = 6;
+
+struct Options {
+  std::string configPath = "/etc/cxiosync/cxiosync.yaml";
+  std::string cgroupRoot = "/sys/fs/cgroup";
+  std::string procRoot = "/proc";
+  std::string sysRoot = "/sys";
+  std::string tracefsRoot = "/sys/kernel/tracing";
+  std::string runDir = "/run/cxiosync";
+  std::optional<DetectorKind> detector;  // overrides the config's `detector`
+  bool dryRun = false;                   // overrides the config's `dry_run` when set
+  bool checkConfig = false;
+  bool foreground = false;  // log to stderr even when started by systemd
+  std::optional<std::string> logLevel;
+  bool version = false;
+  bool help = false;
+  bool observe = false;
+  ShutdownOverride assumeShutdown = ShutdownOverride::None;
+};
+
+// argv without argv[0]. Errors carry a one-line message for stderr (exit code 2).
+Result<Options> parseOptions(const std::vector<std::string>& args);
+
+std::string usageText();
+
+}  // namespace cxiosync
