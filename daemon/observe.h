@@ -5,6 +5,8 @@
 // private instance is the only thing created, and it is removed on exit).
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +33,15 @@ int runObserve(const ObserveOptions& options);
 // for the standalone cxiosync-observe tool and for main.cpp's --observe.
 Result<ObserveOptions> parseObserveArgs(const std::vector<std::string>& args);
 
-// Formatting, exposed for tests.
-std::string snapshotToJson(const Snapshot& s, const std::string& detector);
-std::string snapshotToText(const Snapshot& s, const std::string& detector);
+// argv form: parseObserveArgs + runObserve, usage on --help / errors (exit code 2).
+int observeMain(int argc, char** argv);
+
+// Formatting, exposed for tests. `inodeName` resolves cgroup inodes that are not in the
+// snapshot (tracefs waitsOn of an unlimited cgroup); may be empty.
+using InodeResolver = std::function<std::optional<CgroupPath>(uint64_t)>;
+std::string snapshotToJson(const Snapshot& s, const std::string& detector,
+                           const InodeResolver& inodeName = {});
+std::string snapshotToText(const Snapshot& s, const std::string& detector,
+                           const InodeResolver& inodeName = {});
 
 }  // namespace cxiosync

@@ -27,7 +27,7 @@
 namespace cxiosync {
 
 struct SnapshotBuilderOptions {
-  std::chrono::milliseconds treeRescanInterval{10000};
+  std::chrono::milliseconds treeRescanInterval{30000};
   uint64_t minDirtyBytes = 1 << 20;
 };
 
@@ -43,8 +43,15 @@ class SnapshotBuilder {
   // Forces a full walk at the next build() (cgroup created/removed, limits changed).
   void invalidate() { nextRescan_ = TimePoint{}; }
 
-  // Snapshot for the planner. Runs rescan() when due. Gone cgroups are dropped silently.
+  // Snapshot for the planner = refresh(now) + assemble(syncers, now).
   Result<Snapshot> build(std::vector<Syncer> syncers, TimePoint now);
+  // Re-reads io.max of the limited cgroups and memory.stat of their subtrees (skipping a
+  // subtree whose top holds less than minDirtyBytes: memory.stat is hierarchical). Runs
+  // rescan() when due. Gone cgroups are dropped silently (and trigger a rescan).
+  Status refresh(TimePoint now);
+  // Snapshot from the last refresh() plus the syncers (their cgroups and ancestors are
+  // added with their io.max; fd-syscall target devices are mapped to whole disks).
+  Snapshot assemble(std::vector<Syncer> syncers, TimePoint now) const;
 
   // From the last build(): a cgroup with a finite effective write limit holds
   // file_dirty + file_writeback >= minDirtyBytes (the procfs detector's gate).
@@ -61,7 +68,9 @@ class SnapshotBuilder {
   SnapshotBuilderOptions options_;
   TimePoint nextRescan_{};
   // From the last walk: cgroups with any io.max line (and their inode), all inodes.
-  std::map<CgroupPath, uint64_t> limited_;
+  std::map<CgroupPath, std::vector<IoMaxEntry>> limited_;  // any io.max line
+  std::map<CgroupPath, CgroupState> states_;               // from the last refresh()
+  std::map<CgroupPath, uint64_t> pathInodes_;
   std::map<uint64_t, CgroupPath> inodes_;
   std::map<CgroupPath, std::vector<std::string>> children_;
   DeviceStack devices_;
