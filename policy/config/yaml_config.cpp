@@ -55,8 +55,9 @@ std::string nodeKind(const YAML::Node& n) {
 Result<std::string> scalar(const Locator& loc, const YAML::Node& node, const YAML::Mark& keyMark,
                            const std::string& path) {
   if (node.IsScalar()) return node.Scalar();
+  // An empty value's mark is wherever the next token starts; point at the key instead.
+  if (node.IsNull()) return loc.at(keyMark, path, "missing value");
   const YAML::Mark mark = node.Mark().line >= 0 ? node.Mark() : keyMark;
-  if (node.IsNull()) return loc.at(mark, path, "missing value");
   return loc.at(mark, path, "expected a single value, found " + nodeKind(node));
 }
 

@@ -7,17 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "policy/config/config_text.h"
 #include "policy/config/knobs.h"
 #include "policy/model/cgroup_path.h"
 #include "policy/result.h"
 
 namespace cxiosync {
-
-// One configuration file: its name (used in messages and ValueSource) and its contents.
-struct ConfigText {
-  std::string file;
-  std::string text;
-};
 
 // What one file states: only the keys it sets, each with its file:line.
 struct ConfigFragment {

@@ -1,0 +1,72 @@
+#include "policy/config/resolver.h"
+
+#include "policy/config/defaults.h"
+
+namespace cxiosync {
+
+namespace {
+
+const PolicySettings& emptySettings() {
+  static const PolicySettings kEmpty;
+  return kEmpty;
+}
+
+template <class T>
+void fill(Sourced<T>& out, bool& done, const std::optional<Sourced<T>>& candidate) {
+  if (done || !candidate) return;
+  out = *candidate;
+  done = true;
+}
+
+}  // namespace
+
+PolicyResolver::PolicyResolver()
+    : PolicyResolver(PolicyLayers{builtinPolicyDefaults(), {}, {}, {}}) {}
+
+PolicyResolver::PolicyResolver(const PolicyLayers& layers) {
+  for (const auto* layer : {&layers.defaults, &layers.yaml, &layers.dropIn, &layers.runtime}) {
+    for (const auto& [path, settings] : *layer) {
+      if (settings.empty()) continue;
+      merged_[path.relative()].overlay(settings);
+    }
+  }
+  // Guarantee a value for every knob at the root.
+  PolicySettings root = builtinPolicyDefaults()[CgroupPath()];
+  root.overlay(merged_[std::string()]);
+  merged_[std::string()] = std::move(root);
+}
+
+const PolicySettings& PolicyResolver::explicitSettings(const CgroupPath& cgroup) const {
+  auto it = merged_.find(cgroup.relative());
+  return it == merged_.end() ? emptySettings() : it->second;
+}
+
+EffectivePolicy PolicyResolver::resolve(const CgroupPath& cgroup) const {
+  EffectivePolicy out;
+  bool iso = false, boost = false, ceiling = false, maxBoost = false, budget = false;
+  std::string_view rel = cgroup.relative();
+  for (;;) {
+    auto it = merged_.find(rel);
+    if (it != merged_.end()) {
+      const PolicySettings& s = it->second;
+      fill(out.syncIsolation, iso, s.syncIsolation);
+      fill(out.boost, boost, s.boost);
+      fill(out.boostCeiling, ceiling, s.boostCeiling);
+      fill(out.maxBoost, maxBoost, s.maxBoost);
+      fill(out.boostBudget, budget, s.boostBudget);
+      if (iso && boost && ceiling && maxBoost && budget) break;
+    }
+    if (rel.empty()) break;
+    auto slash = rel.rfind('/');
+    rel = slash == std::string_view::npos ? std::string_view() : rel.substr(0, slash);
+  }
+  return out;
+}
+
+const EffectivePolicy& PolicyCache::get(const CgroupPath& cgroup) {
+  auto it = cache_.find(cgroup.relative());
+  if (it != cache_.end()) return it->second;
+  return cache_.emplace(cgroup.relative(), resolver_->resolve(cgroup)).first->second;
+}
+
+}  // namespace cxiosync
