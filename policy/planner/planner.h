@@ -1,0 +1,108 @@
+#pragma once
+// The boost planner: a pure state machine, snapshot + active boosts + policy + clock ->
+// decisions. No syscalls, no logging, no globals. Rules and the reasons behind them:
+// docs/planner.md.
+//
+// The daemon owns one Planner and calls step() on every tick (poll tick, tracefs event, or
+// when PlanResult::nextWakeup is reached), with the boosts the executor currently holds
+// (BoostExecutor::active()). It executes the decisions in the order given: restores first,
+// then updates, then starts, then refusals (which are only logged).
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "policy/config/knobs.h"
+#include "policy/planner/decision.h"
+#include "policy/planner/snapshot.h"
+
+namespace cxiosync {
+
+// The effective policy of a cgroup (PolicyResolver::resolve in production, a fake in tests).
+// Called at most once per distinct cgroup per step.
+using PolicyLookup = std::function<EffectivePolicy(const CgroupPath&)>;
+
+// One sync call of one thread: a thread that leaves sync() and enters it again is a new
+// syncer for the cooldown rule (same tid, later `since`).
+struct SyncerId {
+  int64_t tid = 0;
+  TimePoint since{};
+  auto operator<=>(const SyncerId&) const = default;
+};
+
+// What the planner remembers between steps. A plain value: copyable, comparable, and lost
+// on daemon restart (the budget then starts afresh; journaled boosts are restored anyway).
+struct PlannerState {
+  struct Interval {
+    TimePoint begin{}, end{};
+    bool operator==(const Interval&) const = default;
+  };
+  // Budget accounting per boosted cgroup (the holder), across its devices.
+  struct HolderUsage {
+    std::vector<Interval> closed;        // past boosted time, oldest first
+    std::optional<TimePoint> openSince;  // boosted now, since
+    TimePoint lastSeenActive{};          // last step that saw a boost on it in force
+    bool operator==(const HolderUsage&) const = default;
+  };
+  std::map<CgroupPath, HolderUsage> usage;
+
+  struct PairKey {
+    CgroupPath cgroup;
+    DevNum device;
+    auto operator<=>(const PairKey&) const = default;
+  };
+  // Cooldown: syncers whose boost of (cgroup, device) was ended by max_boost_seconds or the
+  // budget; they neither start nor join a boost of that pair again. Dropped when they leave.
+  std::map<PairKey, std::vector<SyncerId>> spent;
+
+  // Refusals already reported, per syncer (fingerprints of holder, device, reason): each is
+  // reported once per sync call, not on every tick. Dropped when the syncer leaves.
+  std::map<SyncerId, std::unordered_set<uint64_t>> reported;
+
+  bool operator==(const PlannerState&) const = default;
+
+  // Seconds `cgroup` was boosted within [now - window, now].
+  std::chrono::nanoseconds usedWithin(const CgroupPath& cgroup, TimePoint now,
+                                      std::chrono::seconds window) const;
+};
+
+struct PlanResult {
+  std::vector<Decision> decisions;
+  // Call step() again by then at the latest (a max_boost_seconds or budget deadline), even if
+  // nothing else happens. nullopt: no deadline pending.
+  std::optional<TimePoint> nextWakeup;
+};
+
+class Planner {
+ public:
+  Planner();
+  explicit Planner(PlannerState state);
+  ~Planner();
+  Planner(const Planner&);
+  Planner& operator=(const Planner&);
+  Planner(Planner&&) noexcept;
+  Planner& operator=(Planner&&) noexcept;
+
+  // One step. `active`: every boost in force (journaled), including shutdown lifts.
+  // `shuttingDown`: the system is going down (with settings.liftOnShutdown: lift everything).
+  PlanResult step(const Snapshot& snapshot, const std::vector<ActiveBoost>& active,
+                  const PolicyLookup& policy, const GlobalSettings& settings, bool shuttingDown);
+
+  const PlannerState& state() const { return state_; }
+
+ private:
+  struct Scratch;
+  PlannerState state_;
+  std::unique_ptr<Scratch> scratch_;  // per-step buffers, reused to keep steps allocation-poor
+};
+
+// Clean daemon stop without lift: a RestoreBoost for every boost that is not a shutdown lift.
+std::vector<Decision> planRestoreAll(const std::vector<ActiveBoost>& active, EndReason why);
+
+}  // namespace cxiosync
