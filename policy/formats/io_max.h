@@ -27,7 +27,11 @@ struct IoMaxEntry {
   bool operator==(const IoMaxEntry&) const = default;
 };
 
-// Parses the whole file. Unknown keys are an error (io.max has exactly four keys).
+// Parses the whole file. Unknown keys are an error (io.max has exactly four keys). A line may
+// carry any subset of the four keys (even none: all nullopt); a repeated key or device line,
+// a value that is neither `max` nor an unsigned 64-bit decimal, or a malformed MAJ:MIN is an
+// error naming the line. A numeric 18446744073709551615 reads as kUnlimited, like `max`.
+// Blank lines are skipped; an empty file means no limits.
 Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text);
 
 // "8:0 rbps=max wbps=1048576" — only present keys, in kernel order. No trailing newline.

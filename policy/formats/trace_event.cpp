@@ -6,6 +6,7 @@ namespace cxiosync {
 
 namespace {
 constexpr std::string_view kWhat = "trace";
+constexpr size_t kMaxContext = 256;
 
 Error traceError(std::string_view problem, std::string_view line) {
   return makeError(std::string(kWhat) + ": " + std::string(problem) + ": '" +
@@ -242,10 +243,14 @@ Result<TraceEvent> parseTraceLine(std::string_view line) {
   if (auto lost = parseLost(line)) return std::move(*lost);
 
   // The first "[CPU]" with a valid "comm-tid" before it and "[flags] timestamp: " after it.
+  // The kernel pads the context to a fixed width, so "[CPU]" starts within the first
+  // kMaxContext bytes; the bound keeps hostile lines (many " [1]") linear.
   size_t pos = 0;
   while (true) {
     auto open = line.find(" [", pos);
-    if (open == std::string_view::npos) return traceError("not a trace line", line);
+    if (open == std::string_view::npos || open > kMaxContext) {
+      return traceError("not a trace line", line);
+    }
     pos = open + 1;
     auto ctx = tryContext(line, open + 1);
     if (!ctx) continue;

@@ -12,7 +12,8 @@
 //   "[%03d] " cpu, [optional irq-info flags like "....." or "d..1." (4 chars on old
 //   kernels)], " %5lu.%06lu" seconds.micros (or " %12llu" for counter clocks), ": ", body.
 // comm may hold spaces, '-', '(' and ')': the tid is the digits after the last '-' before
-// the "[CPU]" field; leading padding is removed from comm. A trailing "\n" / "\r\n" is
+// the "[CPU]" field, which must start within the first 256 bytes of the line; leading
+// padding is removed from comm. A trailing "\n" / "\r\n" is
 // removed; any other control byte is kept in comm/body as printed, NUL is an error.
 //
 // Bodies interpreted (kernel/trace/trace_syscalls.c, include/trace/events/writeback.h):
