@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerates tests/fixtures/kernel-X.Y/ from a real kernel: boots the VM harness with the
+# capture_fixtures scenario and copies what it read into the source tree.
+#   tests/vm/capture-fixtures.sh [--kernel VERSION]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d /tmp/cxvm-capture.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+/usr/bin/python3 "$here/vmrun.py" --timeout 240 --results-dir "$tmp" "$@" capture_fixtures
+kver=$(jq -r .kernel "$tmp/capture_fixtures/result.json")
+series=$(echo "$kver" | cut -d. -f1-2)
+dst=$src/tests/fixtures/kernel-$series
+rm -rf "$dst"
+mkdir -p "$dst"
+cp -r "$tmp/capture_fixtures/files/." "$dst/"
+jq . "$tmp/capture_fixtures/result.json" >"$dst/meta.json"
+echo "capture-fixtures: wrote $(find "$dst" -type f | wc -l) files to ${dst#"$src"/} (kernel $kver)"

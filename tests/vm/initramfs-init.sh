@@ -1,0 +1,42 @@
+#!/bin/sh
+# Stage 1 (/init of the busybox initramfs built by vmrun.py): load the virtio/9p/overlay
+# modules, mount the host's / (9p, read-only) under a tmpfs overlay and switch_root into
+# it, running the stage-2 program named by `cxvm.stage2=` on the kernel command line
+# (tests/vm/guest-init.sh; a future systemd boot would name /lib/systemd/systemd).
+/bin/busybox --install -s /bin
+export PATH=/bin
+
+die() {
+	echo "cxvm stage1: FATAL: $*"
+	echo o >/proc/sysrq-trigger
+	sleep 10
+}
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+for m in $(cat /lib/modules/order); do
+	insmod "/lib/modules/$m.ko" || die "insmod $m failed"
+done
+
+stage2=
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	cxvm.stage2=*) stage2="${arg#cxvm.stage2=}" ;;
+	esac
+done
+[ -n "$stage2" ] || die "no cxvm.stage2= on the kernel command line"
+
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /lower ||
+	die "mounting the host root over 9p failed"
+mount -t tmpfs -o mode=755 tmpfs /rw || die "tmpfs"
+mkdir -p /rw/upper /rw/work
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot ||
+	die "overlay mount failed"
+[ -x "/newroot$stage2" ] || [ -f "/newroot$stage2" ] || die "stage2 $stage2 not found in the host root"
+
+mount --move /proc /newroot/proc
+mount --move /sys /newroot/sys
+mount --move /dev /newroot/dev
+exec switch_root /newroot /bin/bash "$stage2"

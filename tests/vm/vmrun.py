@@ -1,0 +1,468 @@
+#!/usr/bin/python3
+"""cxiosync real-kernel VM harness.
+
+Boots Debian's installed kernel under QEMU (TCG), with the host's root filesystem
+shared read-only over 9p plus a tmpfs overlay, and runs scenario scripts inside.
+Each scenario's exit status and result files come back through a second, writable
+9p share (a host temp dir), never by parsing the console.
+
+    vmrun.py [options] SCENARIO [SCENARIO...]
+
+SCENARIO is a name (tests/vm/scenarios/NAME.sh) or a path to a script. All scenarios
+given run in one boot, one after another, each with a freshly formatted scratch disk.
+If tests/vm/scenarios/NAME.check.py exists it runs on the host afterwards with the
+scenario's result directory as its argument; its exit status decides the verdict.
+
+Exit status: 0 all scenarios passed, 1 something failed, 77 skipped
+(only when CXIOSYNC_SKIP_VM=1), 130/143 interrupted.
+Python 3 standard library only.
+"""
+
+import argparse
+import ctypes
+import glob
+import hashlib
+import json
+import lzma
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
+SKIP_CODE = 77
+TMP_PREFIX = "cxvm-"
+
+# Loaded in the initramfs, dependencies first (resolved with modinfo at build time).
+INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay"]
+
+
+def log(msg):
+    print("cxvm: " + msg, flush=True)
+
+
+class Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__("signal %d" % signum)
+        self.signum = signum
+
+
+# ---------------------------------------------------------------- environment checks
+
+def pick_kernel(requested):
+    """Returns (version, vmlinuz path) or raises RuntimeError with a clear reason."""
+    if requested:
+        ver = requested
+    else:
+        cands = []
+        for path in glob.glob("/boot/vmlinuz-*"):
+            v = path[len("/boot/vmlinuz-"):]
+            if os.path.isdir("/lib/modules/%s/kernel" % v):
+                cands.append(v)
+        if not cands:
+            raise RuntimeError(
+                "no kernel image: need /boot/vmlinuz-VERSION with /lib/modules/VERSION "
+                "(install linux-image-amd64: bash scripts/install-deps.sh)")
+
+        def key(v):
+            return [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
+        cands.sort(key=key)
+        ver = cands[-1]
+    image = "/boot/vmlinuz-%s" % ver
+    if not os.access(image, os.R_OK):
+        raise RuntimeError("kernel image %s missing or unreadable" % image)
+    if not os.path.isdir("/lib/modules/%s" % ver):
+        raise RuntimeError("modules for kernel %s missing in /lib/modules" % ver)
+    return ver, image
+
+
+def find_tool(names, what):
+    for n in names:
+        p = shutil.which(n)
+        if p:
+            return p
+    raise RuntimeError("%s not found (%s); install with: bash scripts/install-deps.sh"
+                       % (what, " or ".join(names)))
+
+
+# ---------------------------------------------------------------- initramfs
+
+class Cpio:
+    """Minimal writer for the newc cpio format the kernel unpacks."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.ino = 1
+
+    def _entry(self, name, mode, data=b"", rdev=(0, 0), nlink=1):
+        name_b = name.encode() + b"\0"
+        hdr = "070701" + "".join("%08x" % v for v in (
+            self.ino, mode, 0, 0, nlink, 0, len(data), 0, 0, rdev[0], rdev[1],
+            len(name_b), 0))
+        self.ino += 1
+        self.buf += hdr.encode() + name_b
+        self.buf += b"\0" * ((4 - len(self.buf) % 4) % 4)
+        self.buf += data
+        self.buf += b"\0" * ((4 - len(self.buf) % 4) % 4)
+
+    def dir(self, name):
+        self._entry(name, 0o040755, nlink=2)
+
+    def file(self, name, data, mode=0o644):
+        self._entry(name, 0o100000 | mode, data)
+
+    def symlink(self, name, target):
+        self._entry(name, 0o120777, target.encode())
+
+    def chardev(self, name, major, minor, mode=0o600):
+        self._entry(name, 0o020000 | mode, rdev=(major, minor))
+
+    def finish(self):
+        self._entry("TRAILER!!!", 0)
+        self.buf += b"\0" * ((512 - len(self.buf) % 512) % 512)
+        return bytes(self.buf)
+
+
+def module_order(kver, names):
+    """Module file paths in load order (dependencies first)."""
+    order, seen = [], set()
+
+    def visit(name):
+        name = name.replace("-", "_")
+        if name in seen:
+            return
+        seen.add(name)
+        out = subprocess.run(["modinfo", "-k", kver, "-F", "depends", name],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError("modinfo %s for kernel %s failed: %s"
+                               % (name, kver, out.stderr.strip()))
+        for dep in filter(None, out.stdout.strip().split(",")):
+            visit(dep)
+        fn = subprocess.run(["modinfo", "-k", kver, "-F", "filename", name],
+                            capture_output=True, text=True, check=True).stdout.strip()
+        if fn.startswith("(builtin)") or not fn:
+            return
+        order.append((name, fn))
+
+    for n in names:
+        visit(n)
+    return order
+
+
+def build_initramfs(kver, out_path):
+    busybox = "/bin/busybox"
+    if not os.path.exists(busybox):
+        raise RuntimeError("/bin/busybox missing (install busybox-static)")
+    with open(busybox, "rb") as f:
+        bb = f.read()
+    with open(os.path.join(HERE, "initramfs-init.sh"), "rb") as f:
+        init = f.read()
+    mods = module_order(kver, INITRAMFS_MODULES)
+    c = Cpio()
+    for d in ("bin", "sbin", "dev", "proc", "sys", "lower", "rw", "newroot", "lib",
+              "lib/modules"):
+        c.dir(d)
+    c.chardev("dev/console", 5, 1)
+    c.chardev("dev/null", 1, 3, 0o666)
+    c.file("bin/busybox", bb, 0o755)
+    c.symlink("bin/sh", "busybox")
+    c.file("init", init, 0o755)
+    order = []
+    for name, path in mods:
+        with open(path, "rb") as f:
+            data = f.read()
+        if path.endswith(".xz"):
+            data = lzma.decompress(data)
+        elif not path.endswith(".ko"):
+            raise RuntimeError("unsupported module compression: %s" % path)
+        c.file("lib/modules/%s.ko" % name, data)
+        order.append(name)
+    c.file("lib/modules/order", ("\n".join(order) + "\n").encode())
+    with open(out_path, "wb") as f:
+        f.write(c.finish())
+    return order
+
+
+# ---------------------------------------------------------------- temp dir hygiene
+
+def clean_stale_tmp():
+    """Removes temp dirs of earlier harness runs whose process is gone (SIGKILL)."""
+    base = tempfile.gettempdir()
+    for d in glob.glob(os.path.join(base, TMP_PREFIX + "*")):
+        m = re.match(r"%s(\d+)-" % TMP_PREFIX, os.path.basename(d))
+        if not m:
+            continue
+        pid = int(m.group(1))
+        try:
+            os.kill(pid, 0)
+            continue  # owner alive
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def set_pdeathsig():
+    """Child side of fork: QEMU dies with us even if we are SIGKILLed."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    os.setpgrp()
+
+
+# ---------------------------------------------------------------- main run
+
+def resolve_scenario(s):
+    if os.sep in s or s.endswith(".sh"):
+        path = os.path.abspath(s)
+        name = os.path.basename(path)
+        if name.endswith(".sh"):
+            name = name[:-3]
+    else:
+        name = s
+        path = os.path.join(HERE, "scenarios", s + ".sh")
+    if not os.path.isfile(path):
+        raise RuntimeError("scenario %s: no such file %s" % (s, path))
+    if not re.match(r"^[A-Za-z0-9_.-]+$", name):
+        raise RuntimeError("scenario name %r: use [A-Za-z0-9_.-]" % name)
+    check = os.path.join(os.path.dirname(path), name + ".check.py")
+    return name, path, check if os.path.isfile(check) else None
+
+
+def write_plan(path, scenarios, env, per_timeout):
+    lines = ["# generated by vmrun.py"]
+    for k, v in env.items():
+        lines.append("export %s=%s" % (k, shlex.quote(v)))
+    lines.append("CXVM_SCENARIO_TIMEOUT=%d" % per_timeout)
+    lines.append("CXVM_PLAN=(")
+    for name, script, _ in scenarios:
+        lines.append("  %s %s" % (shlex.quote(name), shlex.quote(script)))
+    lines.append(")")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def run(args):
+    t_start = time.monotonic()
+    scenarios = [resolve_scenario(s) for s in args.scenarios]
+    names = [s[0] for s in scenarios]
+    if len(set(names)) != len(names):
+        raise RuntimeError("duplicate scenario names: %s" % names)
+
+    qemu = find_tool(["qemu-system-x86_64"], "QEMU (package qemu-system-x86)")
+    kver, image = pick_kernel(args.kernel or os.environ.get("CXIOSYNC_VM_KERNEL"))
+    find_tool(["modinfo"], "modinfo (package kmod)")
+
+    clean_stale_tmp()
+    tmp = tempfile.mkdtemp(prefix="%s%d-" % (TMP_PREFIX, os.getpid()))
+    state = {"proc": None, "tmp": tmp}
+    try:
+        return run_in(args, scenarios, qemu, kver, image, tmp, state, t_start)
+    finally:
+        p = state["proc"]
+        if p is not None and p.poll() is None:
+            log("killing qemu (pid %d)" % p.pid)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        if args.keep_tmp:
+            log("kept temp dir %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
+    initrd = os.path.join(tmp, "initrd.cpio")
+    mods = build_initramfs(kver, initrd)
+    disk = os.path.join(tmp, "scratch.img")
+    with open(disk, "wb") as f:
+        f.truncate(args.disk_mb * 1024 * 1024)
+    share = os.path.join(tmp, "share")
+    os.mkdir(share)
+
+    build_dir = os.path.abspath(args.build_dir or os.environ.get("CXIOSYNC_BUILD_DIR")
+                                or os.path.join(SOURCE_DIR, "build"))
+    env = {
+        "CXIOSYNC_SOURCE_DIR": SOURCE_DIR,
+        "CXIOSYNC_BUILD_DIR": build_dir,
+        "CXVM_DIR": HERE,
+        "CXVM_LIB": os.path.join(HERE, "lib.sh"),
+    }
+    for kv in args.env or []:
+        if "=" not in kv:
+            raise RuntimeError("--env wants KEY=VALUE, got %r" % kv)
+        k, v = kv.split("=", 1)
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k):
+            raise RuntimeError("bad env name %r" % k)
+        env[k] = v
+    write_plan(os.path.join(share, "plan.sh"), scenarios, env, args.scenario_timeout)
+
+    stage2 = os.path.join(HERE, "guest-init.sh")
+    append = "console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s" % stage2
+    if args.append:
+        append += " " + args.append
+    cmd = [qemu, "-accel", "tcg", "-smp", str(args.smp), "-m", str(args.mem),
+           "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio",
+           "-no-reboot", "-nic", "none",
+           "-kernel", image, "-initrd", initrd, "-append", append,
+           "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,"
+                      "readonly=on,multidevs=remap",
+           "-virtfs", "local,path=%s,mount_tag=cxvm,security_model=none" % share,
+           "-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % disk]
+    log("kernel %s, initramfs modules: %s" % (kver, " ".join(mods)))
+    log("scenarios: %s (timeout %ds)" % (" ".join(s[0] for s in scenarios), args.timeout))
+    console_path = os.path.join(tmp, "console.log")
+    console = open(console_path, "wb")
+    t_boot = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
+    state["proc"] = proc
+
+    def pump():
+        out = sys.stdout.buffer
+        for line in iter(proc.stdout.readline, b""):
+            line = line.replace(b"\r", b"")
+            console.write(line)
+            if not args.quiet:
+                out.write(line)
+                out.flush()
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+
+    deadline = t_boot + args.timeout
+    ready_at = None
+    timed_out = False
+    while True:
+        if ready_at is None and os.path.exists(os.path.join(share, "ready")):
+            ready_at = time.monotonic()
+            log("guest ready after %.1fs" % (ready_at - t_boot))
+        try:
+            proc.wait(timeout=0.2)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            timed_out = True
+            log("TIMEOUT: the VM ran longer than %ds; killing qemu" % args.timeout)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+    reader.join(timeout=5)
+    console.close()
+    t_end = time.monotonic()
+
+    # ------------------------------------------------------------ verdicts
+    failures = 0
+    summary = {"kernel": kver, "boot_seconds": None if ready_at is None
+               else round(ready_at - t_boot, 2),
+               "vm_seconds": round(t_end - t_boot, 2),
+               "timed_out": timed_out, "scenarios": {}}
+    if ready_at is None:
+        log("FAIL: the guest never came up (see console output above)")
+        failures += 1
+    for name, path, check in scenarios:
+        rdir = os.path.join(share, name)
+        status_file = os.path.join(rdir, "status")
+        verdict = {}
+        if not os.path.exists(status_file):
+            verdict["status"] = None
+            verdict["error"] = "scenario did not finish (timeout or guest crash)"
+        else:
+            with open(status_file) as f:
+                verdict["status"] = int(f.read().strip() or "-1")
+            if verdict["status"] == 124:
+                verdict["error"] = "scenario timed out in the guest after %ds" \
+                    % args.scenario_timeout
+            elif verdict["status"] != 0:
+                verdict["error"] = "scenario exited with status %d" % verdict["status"]
+        rj = os.path.join(rdir, "result.json")
+        if os.path.exists(rj):
+            try:
+                with open(rj) as f:
+                    verdict["result"] = json.load(f)
+            except ValueError as e:
+                verdict.setdefault("error", "result.json is not valid JSON: %s" % e)
+        if "error" not in verdict and check:
+            log("host check %s" % os.path.relpath(check, SOURCE_DIR))
+            r = subprocess.run([sys.executable, check, rdir])
+            if r.returncode != 0:
+                verdict["error"] = "host check failed (status %d)" % r.returncode
+        ok = "error" not in verdict
+        failures += 0 if ok else 1
+        summary["scenarios"][name] = verdict
+        log("%s %s%s" % ("PASS" if ok else "FAIL", name,
+                         "" if ok else ": " + verdict["error"]))
+
+    if args.results_dir:
+        os.makedirs(args.results_dir, exist_ok=True)
+        for name, _, _ in scenarios:
+            src = os.path.join(share, name)
+            dst = os.path.join(args.results_dir, name)
+            if os.path.isdir(src):
+                shutil.rmtree(dst, ignore_errors=True)
+                shutil.copytree(src, dst)
+        shutil.copy(console_path, os.path.join(args.results_dir, "console.log"))
+        with open(os.path.join(args.results_dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2)
+    log("boot %ss, vm %.1fs, total %.1fs: %s" % (
+        summary["boot_seconds"], summary["vm_seconds"], time.monotonic() - t_start,
+        "all passed" if failures == 0 else "%d failure(s)" % failures))
+    return 0 if failures == 0 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenarios", nargs="+", metavar="SCENARIO")
+    ap.add_argument("--timeout", type=int, default=300,
+                    help="hard limit for the whole VM run, seconds (default 300)")
+    ap.add_argument("--scenario-timeout", type=int, default=180,
+                    help="limit per scenario inside the guest, seconds (default 180)")
+    ap.add_argument("--build-dir", help="build tree the scenarios use "
+                    "(default $CXIOSYNC_BUILD_DIR or SOURCE/build)")
+    ap.add_argument("--results-dir", help="copy each scenario's result dir here")
+    ap.add_argument("--env", action="append", metavar="KEY=VALUE",
+                    help="export to the scenarios (repeatable)")
+    ap.add_argument("--kernel", help="kernel version in /boot (default: newest)")
+    ap.add_argument("--append", help="extra kernel command line")
+    ap.add_argument("--smp", type=int, default=2)
+    ap.add_argument("--mem", type=int, default=1024, help="MiB")
+    ap.add_argument("--disk-mb", type=int, default=1024)
+    ap.add_argument("--quiet", action="store_true", help="do not stream the console")
+    ap.add_argument("--keep-tmp", action="store_true", help="debug: keep the temp dir")
+    args = ap.parse_args()
+
+    if os.environ.get("CXIOSYNC_SKIP_VM") == "1":
+        print("SKIP: CXIOSYNC_SKIP_VM=1 is set; not booting the VM for %s"
+              % " ".join(args.scenarios), flush=True)
+        return SKIP_CODE
+
+    def on_signal(signum, _frame):
+        raise Interrupted(signum)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    try:
+        return run(args)
+    except Interrupted as e:
+        log("interrupted by signal %d; qemu killed, temp files removed" % e.signum)
+        return 128 + e.signum
+    except RuntimeError as e:
+        log("FAIL: %s" % e)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
