@@ -1,0 +1,87 @@
+#include "daemon/options.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/logging.h"
+
+namespace cxiosync {
+namespace {
+
+TEST(OptionsTest, Defaults) {
+  auto o = parseOptions({});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->configPath, "/etc/cxiosync/cxiosync.yaml");
+  EXPECT_EQ(o->cgroupRoot, "/sys/fs/cgroup");
+  EXPECT_EQ(o->runDir, "/run/cxiosync");
+  EXPECT_FALSE(o->detector);
+  EXPECT_FALSE(o->dryRun);
+  EXPECT_FALSE(o->checkConfig);
+}
+
+TEST(OptionsTest, AllFlagsBothSpellings) {
+  auto o = parseOptions({"--config=/c.yaml", "--cgroup-root", "/cg", "--proc-root=/p",
+                         "--sys-root=/s", "--tracefs-root=/t", "--run-dir", "/r",
+                         "--detector=procfs", "--dry-run", "--foreground", "--log-level=debug",
+                         "--assume-shutdown=yes", "--check-config"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->configPath, "/c.yaml");
+  EXPECT_EQ(o->cgroupRoot, "/cg");
+  EXPECT_EQ(o->procRoot, "/p");
+  EXPECT_EQ(o->sysRoot, "/s");
+  EXPECT_EQ(o->tracefsRoot, "/t");
+  EXPECT_EQ(o->runDir, "/r");
+  EXPECT_EQ(o->detector, DetectorKind::Procfs);
+  EXPECT_TRUE(o->dryRun);
+  EXPECT_TRUE(o->foreground);
+  EXPECT_EQ(o->logLevel, "debug");
+  EXPECT_EQ(o->assumeShutdown, ShutdownOverride::Yes);
+  EXPECT_TRUE(o->checkConfig);
+  EXPECT_TRUE(parseOptions({"--version"})->version);
+  EXPECT_TRUE(parseOptions({"-h"})->help);
+  EXPECT_TRUE(parseOptions({"--observe"})->observe);
+}
+
+TEST(OptionsTest, BadFlagsAreClearErrors) {
+  auto unknown = parseOptions({"--frobnicate"});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("--frobnicate"), std::string::npos);
+  EXPECT_FALSE(parseOptions({"--config"}));         // missing value
+  EXPECT_FALSE(parseOptions({"--config="}));        // empty value
+  EXPECT_FALSE(parseOptions({"--detector=ebpf"}));  // bad enum
+  EXPECT_FALSE(parseOptions({"--log-level=loud"}));
+  EXPECT_FALSE(parseOptions({"--dry-run=yes"}));  // flag with a value
+  EXPECT_FALSE(parseOptions({"stray"}));
+  EXPECT_FALSE(parseOptions({"--assume-shutdown=maybe"}));
+  auto det = parseOptions({"--detector=ebpf"});
+  EXPECT_NE(det.error().message.find("ebpf"), std::string::npos);
+}
+
+TEST(OptionsTest, UsageMentionsExitCodes) {
+  EXPECT_NE(usageText().find("6 invalid configuration"), std::string::npos);
+  EXPECT_EQ(kExitBadConfig, 6);
+  EXPECT_EQ(kExitUsage, 2);
+}
+
+TEST(LoggingTest, SplitFields) {
+  auto s = splitLogFields(
+      "boost /cg1 on 254:0: wbps 1048576 -> max  action=boost cgroup=/cg1 "
+      "old=\"wbps=1048576 wiops=max\" reason=\"a \\\"b\\\"\"");
+  EXPECT_EQ(s.text, "boost /cg1 on 254:0: wbps 1048576 -> max");
+  ASSERT_EQ(s.fields.size(), 4u);
+  EXPECT_EQ(s.fields[0], (std::pair<std::string, std::string>{"action", "boost"}));
+  EXPECT_EQ(s.fields[2].second, "wbps=1048576 wiops=max");
+  EXPECT_EQ(s.fields[3].second, "a \"b\"");
+  auto plain = splitLogFields("no  fields here");
+  EXPECT_EQ(plain.text, "no  fields here");
+  EXPECT_TRUE(plain.fields.empty());
+  EXPECT_EQ(logQuote("a b"), "\"a b\"");
+  EXPECT_EQ(logQuote(""), "\"\"");
+  EXPECT_EQ(logQuote("/cg1"), "/cg1");
+  EXPECT_STREQ(messageIdForAction("boost"), "58e6f04b3f8a4e5fa4ea9913834a7669");
+  EXPECT_EQ(messageIdForAction("nope"), nullptr);
+  EXPECT_EQ(parseLogLevel("warning"), spdlog::level::warn);
+  EXPECT_FALSE(parseLogLevel("loud"));
+}
+
+}  // namespace
+}  // namespace cxiosync
