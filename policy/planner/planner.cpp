@@ -441,11 +441,16 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       if (b && b->shutdownLift) continue;
       const Knobs& k = holderKnobs(L.cg);
       const CgroupPath& holder = s.path(L.cg);
+      if (b) {
+        // An ordinary boost ends here; the lift (if any) starts on the next step from what
+        // io.max then really holds (the restore is compare-and-restore and may keep a value
+        // someone else wrote, so the original cannot be predicted).
+        s.out.push_back(RestoreBoost{b->cgroup, b->device, b->boosted, b->original,
+                                     k.allow ? EndReason::Shutdown : EndReason::PolicyChanged});
+        wakeAt(now);
+        continue;
+      }
       if (!k.allow) {
-        if (b) {
-          s.out.push_back(RestoreBoost{b->cgroup, b->device, b->boosted, b->original,
-                                       EndReason::PolicyChanged});
-        }
         refuse(reported, sid, fingerprint(holderHash(L), L.dev, RefuseReason::BoostDenied), [&] {
           return Refuse{holder,
                         holder,
@@ -471,10 +476,6 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
                             ": " + limitChange(L.orig.limits, lifted)};
         });
         continue;
-      }
-      if (b) {
-        s.out.push_back(
-            RestoreBoost{b->cgroup, b->device, b->boosted, b->original, EndReason::Shutdown});
       }
       StartBoost d;
       d.cgroup = holder;

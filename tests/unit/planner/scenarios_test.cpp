@@ -474,8 +474,10 @@ const Scenario kScenarios[] = {
        w.syncer(2, "/cg2");
        STEP("start /cg1 254:0 wbps=8388608 wiops=max tids=2");
        w.shuttingDown = true;
-       STEP("restore /cg1 254:0 shutdown", "start /cg1 254:0 wbps=max wiops=max lift",
-            "start /cg2 254:0 wbps=max wiops=max lift");
+       STEP("restore /cg1 254:0 shutdown", "start /cg2 254:0 wbps=max wiops=max lift");
+       ASSERT_TRUE(w.last.nextWakeup);  // right away: the lift follows from the restored line
+       EXPECT_EQ(*w.last.nextWakeup, w.snap.now + std::chrono::milliseconds(10));
+       STEP("start /cg1 254:0 wbps=max wiops=max lift");
      }},
     {"ShutdownWithoutLiftPlansNormally",
      [](World& w) {

@@ -12,6 +12,16 @@
 #include "policy/model/effective_limit.h"
 #include "policy/planner/planner.h"
 
+namespace cxiosync {
+inline void PrintTo(const IoMaxEntry& e, std::ostream* os) {
+  auto v = [](const std::optional<uint64_t>& x) {
+    return !x ? std::string("-") : *x == kUnlimited ? std::string("max") : std::to_string(*x);
+  };
+  *os << e.dev.str() << " rbps=" << v(e.limits.rbps) << " wbps=" << v(e.limits.wbps)
+      << " riops=" << v(e.limits.riops) << " wiops=" << v(e.limits.wiops);
+}
+}  // namespace cxiosync
+
 namespace cxiosync::testing {
 
 inline CgroupPath cg(std::string_view s) {
@@ -212,7 +222,7 @@ struct World {
       EXPECT_EQ(b.riops, o.riops);
       EXPECT_NE(b, o);
       if (settings.dryRun) ADD_FAILURE() << "StartBoost in dry run";
-      originals.emplace(std::pair{s->cgroup, s->device}, s->original);
+      originals.insert_or_assign(std::pair{s->cgroup, s->device}, s->original);
       ActiveBoost a{s->cgroup, s->device,     s->original,    s->boosted,
                     snap.now,  s->syncerTids, s->shutdownLift};
       active.push_back(a);
