@@ -1,0 +1,582 @@
+#include "dbus/bus_server.h"
+
+#include <poll.h>
+#include <time.h>
+
+#include <cerrno>
+#include <chrono>
+#include <functional>
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
+#include "dbus/authorizer.h"
+#include "dbus/validate.h"
+#include "dbus/wire.h"
+
+namespace cxiosync::dbus {
+
+namespace {
+
+constexpr const char* kPolkitPath = "/org/freedesktop/PolicyKit1/Authority";
+constexpr const char* kPolkitInterface = "org.freedesktop.PolicyKit1.Authority";
+constexpr const char* kFailed = "org.cxiosync1.Error.Failed";
+// polkit may wait for a person typing a password: allow that much when interactive.
+constexpr auto kPolkitInteractiveTimeout = std::chrono::seconds(120);
+constexpr auto kPolkitTimeout = std::chrono::seconds(10);
+
+sdbus::Error toSdbus(const Error& e) {
+  return sdbus::Error(errorKindName(errorKindOf(e)), e.message);
+}
+
+sdbus::Error accessDenied(const std::string& message) {
+  return sdbus::Error(errorKindName(ErrorKind::AccessDenied), message);
+}
+
+// A change that passed validation: what to run once authorized, and how to announce it.
+struct Mutation {
+  std::string what;  // for the authorization message: "set sync_isolation on /a"
+  MethodOptions options;
+  std::function<Status(const ChangeOptions&)> apply;
+  std::string cgroup, knob, value;  // PolicyChanged arguments
+};
+
+MethodOptions parseOptionsOrThrow(const wire::Options& options, bool allowRuntime) {
+  std::map<std::string, std::string> keys;
+  std::map<std::string, bool> bools;
+  wire::splitOptions(options, keys, bools);
+  auto parsed = parseMethodOptions(keys, bools, allowRuntime);
+  if (!parsed) throw toSdbus(parsed.error());
+  return *parsed;
+}
+
+CgroupPath cgroupOrThrow(const std::string& text) {
+  auto parsed = parseCgroupArg(text);
+  if (!parsed) throw toSdbus(parsed.error());
+  return *parsed;
+}
+
+// Runs a read handler: sdbus::Error passes through, everything else becomes Error.Failed
+// (sdbus-c++ 1.2 aborts the process on any other exception escaping a handler).
+template <class F>
+auto guarded(const char* method, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const sdbus::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what());
+  } catch (...) {
+    throw sdbus::Error(kFailed, std::string(method) + ": internal error");
+  }
+}
+
+class Adaptor;
+
+}  // namespace
+
+struct BusServer::Impl {
+  ManagerBackend& backend;
+  BusServerOptions options;
+  std::unique_ptr<sdbus::IConnection> conn;
+  std::unique_ptr<Adaptor> adaptor;
+  // Declared after conn so they are destroyed first (pending async calls are dropped).
+  std::unique_ptr<sdbus::IProxy> busDriver;
+  std::unique_ptr<sdbus::IProxy> polkit;
+  // Last published property values, for PropertiesChanged.
+  std::string detector;
+  bool dryRun = false;
+  uint32_t activeBoosts = 0;
+
+  Impl(ManagerBackend& b, BusServerOptions o) : backend(b), options(std::move(o)) {}
+  ~Impl();
+
+  void runMutation(sdbus::Result<>&& result, const char* method,
+                   const std::function<Mutation()>& prepare);
+  void authorizeThen(std::shared_ptr<sdbus::Result<>> result, std::shared_ptr<Mutation> m,
+                     const std::string& sender);
+  void askPolkit(std::shared_ptr<sdbus::Result<>> result, std::shared_ptr<Mutation> m,
+                 const std::string& sender, uint32_t uid);
+  void finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m, uint32_t uid);
+  void emitPolicyChanged(const std::string& cgroup, const std::string& knob,
+                         const std::string& value, const std::string& source);
+  void refreshProperties();
+};
+
+namespace {
+
+class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_adaptor> {
+ public:
+  Adaptor(sdbus::IConnection& conn, BusServer::Impl& impl)
+      : AdaptorInterfaces(conn, kObjectPath), impl_(impl) {
+    registerAdaptor();
+  }
+  ~Adaptor() { unregisterAdaptor(); }
+
+  sdbus::IObject& object() { return getObject(); }
+
+ private:
+  ManagerBackend& backend() { return impl_.backend; }
+
+  std::map<std::string, sdbus::Variant> GetStatus(const wire::Options& options) override {
+    return guarded("GetStatus", [&] {
+      parseOptionsOrThrow(options, false);
+      return wire::toWire(backend().status());
+    });
+  }
+
+  std::vector<wire::Cgroup> ListCgroups(const wire::Options& options) override {
+    return guarded("ListCgroups", [&] {
+      parseOptionsOrThrow(options, false);
+      auto list = backend().listCgroups();
+      if (!list) throw toSdbus(list.error());
+      std::vector<wire::Cgroup> out;
+      for (const auto& c : *list) out.push_back(wire::toWire(c));
+      return out;
+    });
+  }
+
+  wire::Cgroup ShowCgroup(const std::string& cgroup, const wire::Options& options) override {
+    return guarded("ShowCgroup", [&] {
+      auto path = cgroupOrThrow(cgroup);
+      parseOptionsOrThrow(options, false);
+      auto info = backend().showCgroup(path);
+      if (!info) throw toSdbus(info.error());
+      return wire::toWire(*info);
+    });
+  }
+
+  std::vector<wire::Boost> ListBoosts(const wire::Options& options) override {
+    return guarded("ListBoosts", [&] {
+      parseOptionsOrThrow(options, false);
+      std::vector<wire::Boost> out;
+      for (const auto& b : backend().listBoosts()) out.push_back(wire::toWire(b));
+      return out;
+    });
+  }
+
+  std::vector<wire::Syncer> ListSyncers(const wire::Options& options) override {
+    return guarded("ListSyncers", [&] {
+      parseOptionsOrThrow(options, false);
+      std::vector<wire::Syncer> out;
+      for (const auto& s : backend().listSyncers()) out.push_back(wire::toWire(s));
+      return out;
+    });
+  }
+
+  std::string GetMetrics(const wire::Options& options) override {
+    return guarded("GetMetrics", [&] {
+      parseOptionsOrThrow(options, false);
+      return backend().metrics();
+    });
+  }
+
+  void SetIsolation(sdbus::Result<>&& result, std::string cgroup, bool enabled,
+                    wire::Options options) override {
+    impl_.runMutation(std::move(result), "SetIsolation", [&] {
+      auto path = cgroupOrThrow(cgroup);
+      Mutation m;
+      m.options = parseOptionsOrThrow(options, true);
+      m.what = "set sync_isolation of " + path.display();
+      m.cgroup = path.display();
+      m.knob = "sync_isolation";
+      m.value = enabled ? "on" : "off";
+      m.apply = [this, path, enabled](const ChangeOptions& o) {
+        return backend().setIsolation(path, enabled, o);
+      };
+      return m;
+    });
+  }
+
+  void SetBoostPolicy(sdbus::Result<>&& result, std::string cgroup, std::string policy,
+                      wire::Options options) override {
+    impl_.runMutation(std::move(result), "SetBoostPolicy", [&] {
+      auto path = cgroupOrThrow(cgroup);
+      auto permission = parseBoostPermission(policy);
+      if (!permission) throw toSdbus(permission.error());
+      Mutation m;
+      m.options = parseOptionsOrThrow(options, true);
+      m.what = "set the boost policy of " + path.display();
+      m.cgroup = path.display();
+      m.knob = "boost";
+      m.value = boostPermissionName(*permission);
+      m.apply = [this, path, p = *permission](const ChangeOptions& o) {
+        return backend().setBoostPolicy(path, p, o);
+      };
+      return m;
+    });
+  }
+
+  void SetBoostCeiling(sdbus::Result<>&& result, std::string cgroup, std::string ceiling,
+                       wire::Options options) override {
+    impl_.runMutation(std::move(result), "SetBoostCeiling", [&] {
+      auto path = cgroupOrThrow(cgroup);
+      auto parsed = parseBoostCeiling(ceiling);
+      if (!parsed) throw toSdbus(parsed.error());
+      Mutation m;
+      m.options = parseOptionsOrThrow(options, true);
+      m.what = "set the boost ceiling of " + path.display();
+      m.cgroup = path.display();
+      m.knob = "boost_ceiling";
+      m.value = boostCeilingName(*parsed);
+      m.apply = [this, path, c = *parsed](const ChangeOptions& o) {
+        return backend().setBoostCeiling(path, c, o);
+      };
+      return m;
+    });
+  }
+
+  void ResetPolicy(sdbus::Result<>&& result, std::string cgroup, wire::Options options) override {
+    impl_.runMutation(std::move(result), "ResetPolicy", [&] {
+      auto path = cgroupOrThrow(cgroup);
+      Mutation m;
+      m.options = parseOptionsOrThrow(options, false);
+      m.what = "reset the policy of " + path.display();
+      m.cgroup = path.display();
+      m.apply = [this, path](const ChangeOptions& o) { return backend().resetPolicy(path, o); };
+      return m;
+    });
+  }
+
+  void Reload(sdbus::Result<>&& result, wire::Options options) override {
+    impl_.runMutation(std::move(result), "Reload", [&] {
+      Mutation m;
+      m.options = parseOptionsOrThrow(options, false);
+      m.what = "reload the configuration";
+      m.apply = [this](const ChangeOptions&) { return backend().reload(); };
+      return m;
+    });
+  }
+
+  // Property getters run inside sdbus callbacks too: same rule, never let anything escape.
+  std::string Version() override {
+    return guarded("Get(Version)", [&] { return backend().status().version; });
+  }
+  std::string Detector() override {
+    return guarded("Get(Detector)", [&] { return backend().status().detector; });
+  }
+  bool DryRun() override {
+    return guarded("Get(DryRun)", [&] { return backend().status().dryRun; });
+  }
+  uint32_t ActiveBoosts() override {
+    return guarded("Get(ActiveBoosts)", [&] { return backend().status().activeBoosts; });
+  }
+
+  BusServer::Impl& impl_;
+};
+
+void replyError(const std::shared_ptr<sdbus::Result<>>& result, const sdbus::Error& e) {
+  try {
+    result->returnError(e);
+  } catch (...) {
+    // The caller went away or the connection broke: nothing left to tell anyone.
+  }
+}
+
+}  // namespace
+
+BusServer::Impl::~Impl() {
+  polkit.reset();
+  busDriver.reset();
+  adaptor.reset();
+}
+
+void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
+                                  const std::function<Mutation()>& prepare) {
+  auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
+  try {
+    // Validation first: nothing is touched, nobody is asked, for bad input.
+    auto m = std::make_shared<Mutation>(prepare());
+    const sdbus::Message* msg = adaptor->object().getCurrentlyProcessedMessage();
+    std::string sender = msg ? msg->getSender() : std::string();
+    authorizeThen(shared, std::move(m), sender);
+  } catch (const sdbus::Error& e) {
+    replyError(shared, e);
+  } catch (const std::exception& e) {
+    replyError(shared,
+               sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
+  } catch (...) {
+    replyError(shared, sdbus::Error(kFailed, std::string(method) + ": internal error"));
+  }
+}
+
+// The caller's uid comes from the bus driver (GetConnectionUnixUser on the unique name),
+// asked asynchronously: authoritative (the kernel's SO_PEERCRED as seen by dbus-daemon), not
+// racy like reading /proc/PID, and the loop never waits on it.
+void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
+                                    std::shared_ptr<Mutation> m, const std::string& sender) {
+  if (options.uidOverride) {
+    askPolkit(std::move(result), std::move(m), sender, *options.uidOverride);
+    return;
+  }
+  if (sender.empty()) {
+    // A direct (peer-to-peer) connection has no bus driver; we never export on one.
+    replyError(result, accessDenied("Cannot identify the caller (no sender on the message)"));
+    return;
+  }
+  busDriver->callMethodAsync("GetConnectionUnixUser")
+      .onInterface("org.freedesktop.DBus")
+      .withTimeout(kPolkitTimeout)
+      .withArguments(sender)
+      .uponReplyInvoke([this, result, m, sender](const sdbus::Error* err, uint32_t uid) {
+        try {
+          if (err) {
+            replyError(result, accessDenied("Cannot identify the caller: " + err->getMessage()));
+            return;
+          }
+          askPolkit(result, m, sender, uid);
+        } catch (...) {
+          replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
+        }
+      });
+}
+
+void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
+                                std::shared_ptr<Mutation> m, const std::string& sender,
+                                uint32_t uid) {
+  const bool interactive = m->options.interactive;
+  auto first = authorize(uid, kManageAction, m->what, PolkitAnswer::NotAsked, interactive);
+  if (first.verdict == AuthDecision::Verdict::Allow) {
+    finish(result, *m, uid);
+    return;
+  }
+  if (first.verdict == AuthDecision::Verdict::Deny) {
+    replyError(result, accessDenied(first.message));
+    return;
+  }
+  using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
+  Subject subject{"system-bus-name", {{"name", sdbus::Variant(sender)}}};
+  std::map<std::string, std::string> details;
+  polkit->callMethodAsync("CheckAuthorization")
+      .onInterface(kPolkitInterface)
+      .withTimeout(interactive ? kPolkitInteractiveTimeout : kPolkitTimeout)
+      .withArguments(subject, std::string(kManageAction), details, polkitFlags(interactive),
+                     std::string())
+      .uponReplyInvoke([this, result, m, uid, interactive](
+                           const sdbus::Error* err,
+                           sdbus::Struct<bool, bool, std::map<std::string, std::string>> reply) {
+        try {
+          PolkitAnswer answer = err ? polkitAnswerFromError(err->getName())
+                                    : polkitAnswerFromReply(reply.get<0>(), reply.get<1>());
+          auto d = authorize(uid, kManageAction, m->what, answer, interactive);
+          if (d.verdict == AuthDecision::Verdict::Allow) {
+            finish(result, *m, uid);
+          } else {
+            replyError(result, accessDenied(d.message));
+          }
+        } catch (...) {
+          replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
+        }
+      });
+}
+
+void BusServer::Impl::finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m,
+                             uint32_t uid) {
+  Status status = makeError("not applied");
+  try {
+    status = m.apply(ChangeOptions{m.options.runtime, uid});
+  } catch (const std::exception& e) {
+    status = makeError(m.what + ": internal error: " + e.what(), EIO);
+  } catch (...) {
+    status = makeError(m.what + ": internal error", EIO);
+  }
+  if (!status) {
+    replyError(result, toSdbus(status.error()));
+    return;
+  }
+  try {
+    result->returnResults();
+  } catch (...) {
+    // Caller gone; the change is made all the same: still announce it.
+  }
+  emitPolicyChanged(m.cgroup, m.knob, m.value, m.knob.empty() ? "" : "runtime");
+  refreshProperties();
+}
+
+void BusServer::Impl::emitPolicyChanged(const std::string& cgroup, const std::string& knob,
+                                        const std::string& value, const std::string& source) {
+  try {
+    adaptor->emitPolicyChanged(cgroup, knob, value, source);
+  } catch (...) {
+  }
+}
+
+void BusServer::Impl::refreshProperties() {
+  try {
+    auto s = backend.status();
+    std::vector<std::string> changed;
+    if (s.detector != detector) changed.push_back("Detector");
+    if (s.dryRun != dryRun) changed.push_back("DryRun");
+    if (s.activeBoosts != activeBoosts) changed.push_back("ActiveBoosts");
+    detector = s.detector;
+    dryRun = s.dryRun;
+    activeBoosts = s.activeBoosts;
+    if (!changed.empty()) adaptor->object().emitPropertiesChangedSignal(kManagerInterface, changed);
+  } catch (...) {
+  }
+}
+
+// ---- BusTarget -------------------------------------------------------------------------
+
+Result<BusTarget> BusTarget::parse(std::string_view text) {
+  if (text == "system") return BusTarget::system();
+  if (text == "session" || text == "user") return BusTarget::session();
+  if (text.find(':') != std::string_view::npos && text.find('=') != std::string_view::npos) {
+    return BusTarget::at(std::string(text));
+  }
+  return makeError("bus '" + std::string(text) +
+                       "' is not \"system\", \"session\" or a D-Bus address "
+                       "(e.g. unix:path=/run/dbus/system_bus_socket)",
+                   EINVAL);
+}
+
+std::string BusTarget::describe() const {
+  switch (kind) {
+    case Kind::System:
+      return "system";
+    case Kind::Session:
+      return "session";
+    case Kind::Address:
+      break;
+  }
+  return address;
+}
+
+// ---- BusServer -------------------------------------------------------------------------
+
+BusServer::BusServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BusServer::~BusServer() = default;
+
+Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
+                                                     BusServerOptions options) {
+  auto impl = std::make_unique<Impl>(backend, std::move(options));
+  const auto& opt = impl->options;
+  try {
+    switch (opt.bus.kind) {
+      case BusTarget::Kind::System:
+        impl->conn = sdbus::createSystemBusConnection();
+        break;
+      case BusTarget::Kind::Session:
+        impl->conn = sdbus::createSessionBusConnection();
+        break;
+      case BusTarget::Kind::Address:
+        impl->conn = sdbus::createSessionBusConnectionWithAddress(opt.bus.address);
+        break;
+    }
+  } catch (const sdbus::Error& e) {
+    return makeError("cannot connect to the " + opt.bus.describe() + " bus: " + e.getMessage(),
+                     EIO);
+  }
+  try {
+    impl->adaptor = std::make_unique<Adaptor>(*impl->conn, *impl);
+    impl->busDriver =
+        sdbus::createProxy(*impl->conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+    impl->polkit = sdbus::createProxy(*impl->conn, opt.polkitBusName, kPolkitPath);
+    auto s = backend.status();
+    impl->detector = s.detector;
+    impl->dryRun = s.dryRun;
+    impl->activeBoosts = s.activeBoosts;
+  } catch (const sdbus::Error& e) {
+    return makeError("cannot export " + std::string(kObjectPath) + ": " + e.getMessage(), EIO);
+  } catch (const std::exception& e) {
+    return makeError(std::string("cannot set up the bus server: ") + e.what(), EIO);
+  }
+  // Request the name last: once we own it, calls may arrive, and everything is ready.
+  try {
+    impl->conn->requestName(opt.busName);
+  } catch (const sdbus::Error& e) {
+    return makeError(
+        "cannot own " + opt.busName + " on the " + opt.bus.describe() +
+            " bus (another instance running, or the bus policy refuses it): " + e.getMessage(),
+        EEXIST);
+  }
+  return std::unique_ptr<BusServer>(new BusServer(std::move(impl)));
+}
+
+int BusServer::fd() const {
+  return pollSpec().fd;
+}
+
+PollSpec BusServer::pollSpec() const {
+  PollSpec spec;
+  try {
+    auto data = impl_->conn->getEventLoopPollData();
+    spec.fd = data.fd;
+    spec.events = static_cast<uint32_t>(static_cast<unsigned short>(data.events));
+    if (data.timeout_usec == UINT64_MAX) {
+      spec.timeoutMs = -1;
+    } else {
+      struct timespec ts {};
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000u + ts.tv_nsec / 1000;
+      if (data.timeout_usec <= now) {
+        spec.timeoutMs = 0;
+      } else {
+        uint64_t ms = (data.timeout_usec - now + 999) / 1000;
+        spec.timeoutMs = ms > INT32_MAX ? INT32_MAX : static_cast<int>(ms);
+      }
+    }
+  } catch (...) {
+    spec.events = POLLIN;
+  }
+  return spec;
+}
+
+bool BusServer::process() {
+  try {
+    // Bounded: a flood of calls must not starve the daemon's other sources.
+    for (int i = 0; i < 256; ++i) {
+      if (!impl_->conn->processPendingRequest()) break;
+    }
+    return true;
+  } catch (const sdbus::Error&) {
+    return false;
+  } catch (...) {
+    return true;
+  }
+}
+
+void BusServer::syncDetected(const SyncerInfo& s) {
+  try {
+    impl_->adaptor->emitSyncDetected(s.tid, s.pid, s.comm, s.cgroup.display(), s.syscall);
+  } catch (...) {
+  }
+}
+
+void BusServer::boostStarted(const BoostInfo& b) {
+  try {
+    impl_->adaptor->emitBoostStarted(b.cgroup.display(), b.dirtier.display(), b.device.str(),
+                                     b.original.wbps.value_or(kUnlimited),
+                                     b.boosted.wbps.value_or(kUnlimited), b.reason);
+  } catch (...) {
+  }
+  impl_->refreshProperties();
+}
+
+void BusServer::boostEnded(const BoostInfo& b, const std::string& reason) {
+  try {
+    impl_->adaptor->emitBoostEnded(b.cgroup.display(), b.dirtier.display(), b.device.str(), reason,
+                                   b.durationUsec);
+  } catch (...) {
+  }
+  impl_->refreshProperties();
+}
+
+void BusServer::policyChanged(const std::string& cgroup, const std::string& knob,
+                              const std::string& value, const std::string& source) {
+  impl_->emitPolicyChanged(cgroup, knob, value, source);
+}
+
+void BusServer::propertiesMayHaveChanged() {
+  impl_->refreshProperties();
+}
+
+std::string BusServer::uniqueName() const {
+  try {
+    return impl_->conn->getUniqueName();
+  } catch (...) {
+    return {};
+  }
+}
+
+}  // namespace cxiosync::dbus

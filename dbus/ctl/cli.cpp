@@ -1,0 +1,492 @@
+#include "dbus/ctl/cli.h"
+
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cxiosync_version.h"
+#include "dbus/client.h"
+#include "dbus/ctl/render.h"
+#include "dbus/ctl/unit_name.h"
+#include "dbus/validate.h"
+#include "policy/config/yaml_config.h"
+
+namespace cxiosync::ctl {
+
+namespace {
+
+struct VerbSpec {
+  size_t args;
+  const char* synopsis;
+};
+
+const std::map<std::string, VerbSpec>& verbs() {
+  static const std::map<std::string, VerbSpec> kVerbs = {
+      {"status", {0, "status"}},
+      {"list", {0, "list"}},
+      {"show", {1, "show CG"}},
+      {"isolate", {2, "isolate CG on|off [--runtime]"}},
+      {"boost", {2, "boost CG allow|deny [--runtime]"}},
+      {"ceiling", {2, "ceiling CG inherit|max|BYTES/s [--runtime]"}},
+      {"reset", {1, "reset CG"}},
+      {"boosts", {0, "boosts"}},
+      {"syncers", {0, "syncers"}},
+      {"monitor", {0, "monitor"}},
+      {"metrics", {0, "metrics"}},
+      {"reload", {0, "reload"}},
+      {"check-config", {1, "check-config FILE"}},
+      {"version", {0, "version"}},
+      {"help", {0, "help"}},
+  };
+  return kVerbs;
+}
+
+Error invalid(std::string m) {
+  return makeError(std::move(m), EINVAL);
+}
+
+Result<bool> parseOnOff(const std::string& v) {
+  if (v == "on" || v == "yes" || v == "true" || v == "1") return true;
+  if (v == "off" || v == "no" || v == "false" || v == "0") return false;
+  return invalid("'" + v + "' is not on or off");
+}
+
+uint64_t nowRealtimeUsec() {
+  struct timeval tv {};
+  gettimeofday(&tv, nullptr);
+  return static_cast<uint64_t>(tv.tv_sec) * 1000000u + static_cast<uint64_t>(tv.tv_usec);
+}
+
+class Runner {
+ public:
+  Runner(const Invocation& inv, const Io& io) : inv_(inv), opt_(inv.options), io_(io) {}
+
+  int run();
+
+ private:
+  bool json() const { return opt_.json != JsonMode::Off; }
+  void printJson(const Json& j) const { io_.out(j.dump(opt_.json == JsonMode::Pretty) + "\n"); }
+  RenderStyle style() const { return RenderStyle{!opt_.noLegend, io_.color, nowRealtimeUsec()}; }
+  void say(const std::string& line) const {
+    if (!opt_.quiet) io_.out(line + "\n");
+  }
+  int fail(int code, const std::string& message) const {
+    io_.err(message + "\n");
+    return code;
+  }
+  // Maps a client failure to an exit code (and prints it).
+  int failCall(const dbus::ClientError& e) const;
+
+  dbus::Client& client();
+  Result<ResolvedCgroup> cgroupArg(const std::string& arg) const;
+
+  int status();
+  int list();
+  int show();
+  int change();
+  int boosts();
+  int syncers();
+  int monitor();
+  int metrics();
+  int reload();
+  int checkConfig();
+  int version();
+
+  const Invocation& inv_;
+  const CliOptions& opt_;
+  const Io& io_;
+  std::unique_ptr<dbus::Client> client_;
+};
+
+int Runner::failCall(const dbus::ClientError& e) const {
+  const std::string& n = e.name();
+  if (e.daemonNotRunning()) {
+    return fail(kExitNotRunning,
+                "cxiosyncd is not running on the " + opt_.bus.describe() + " bus (" + n + ")");
+  }
+  if (e.noBus()) return fail(kExitNotRunning, e.what());
+  std::string msg = e.what();
+  if (n == "org.cxiosync1.Error.InvalidArgument") return fail(kExitInvalidArgs, msg);
+  if (n == "org.cxiosync1.Error.AccessDenied" || n == "org.freedesktop.DBus.Error.AccessDenied" ||
+      n == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired") {
+    return fail(kExitPermission, msg);
+  }
+  if (n == "org.cxiosync1.Error.NoSuchCgroup") return fail(kExitFailure, msg);
+  if (n.rfind("org.cxiosync1.Error.", 0) == 0) return fail(kExitFailure, msg);
+  return fail(kExitFailure, "Call failed: " + msg + " (" + n + ")");
+}
+
+dbus::Client& Runner::client() {
+  if (!client_) client_ = dbus::Client::connect(opt_.bus);
+  return *client_;
+}
+
+Result<ResolvedCgroup> Runner::cgroupArg(const std::string& arg) const {
+  auto r = resolveCgroupArg(arg);
+  if (r && r->assumed && !opt_.quiet) {
+    io_.err("Note: assuming " + arg + " is in the default slice: " + r->path +
+            " (pass a cgroup path if it is elsewhere)\n");
+  }
+  return r;
+}
+
+int Runner::run() {
+  const std::string& v = inv_.verb;
+  try {
+    if (v == "help") {
+      if (json()) return fail(kExitInvalidArgs, "help has no JSON output");
+      io_.out(usage());
+      return kExitOk;
+    }
+    if (v == "version") return version();
+    if (v == "check-config") return checkConfig();
+    if (v == "status") return status();
+    if (v == "list") return list();
+    if (v == "show") return show();
+    if (v == "isolate" || v == "boost" || v == "ceiling" || v == "reset") return change();
+    if (v == "boosts") return boosts();
+    if (v == "syncers") return syncers();
+    if (v == "monitor") return monitor();
+    if (v == "metrics") return metrics();
+    if (v == "reload") return reload();
+    return fail(kExitInvalidArgs, "Unknown verb '" + v + "'");
+  } catch (const dbus::ClientError& e) {
+    return failCall(e);
+  } catch (const std::exception& e) {
+    return fail(kExitFailure, std::string("Failed: ") + e.what());
+  }
+}
+
+int Runner::status() {
+  try {
+    auto& c = client();
+    if (!c.daemonRunning()) {
+      if (json()) {
+        printJson(Json::object().set("running", false));
+      } else {
+        say("○ cxiosyncd is not running (bus: " + opt_.bus.describe() + ")");
+      }
+      return kExitNotRunningLsb;
+    }
+    auto s = c.status();
+    if (json()) {
+      printJson(statusJson(s));
+    } else {
+      io_.page(statusText(s, style()));
+    }
+    return kExitOk;
+  } catch (const dbus::ClientError& e) {
+    if (e.daemonNotRunning()) {
+      if (json()) {
+        printJson(Json::object().set("running", false));
+      } else {
+        say("○ cxiosyncd is not running (bus: " + opt_.bus.describe() + ")");
+      }
+      return kExitNotRunningLsb;
+    }
+    io_.err(std::string(e.what()) + "\n");
+    // LSB: 4 = status unknown (cannot reach the bus, or not allowed to ask).
+    return kExitPermission;
+  }
+}
+
+int Runner::list() {
+  auto list = client().listCgroups();
+  if (json()) {
+    printJson(cgroupsJson(list));
+  } else {
+    io_.page(cgroupsText(list, style()));
+  }
+  return kExitOk;
+}
+
+int Runner::show() {
+  auto cg = cgroupArg(inv_.args[0]);
+  if (!cg) return fail(kExitInvalidArgs, cg.error().message);
+  auto info = client().showCgroup(cg->path);
+  if (json()) {
+    Json j = cgroupJson(info);
+    j.set("unit", cg->fromUnit ? Json(inv_.args[0]) : Json());
+    printJson(j);
+  } else {
+    std::string text = cgroupText(info, style());
+    if (cg->fromUnit) text = inv_.args[0] + " → " + info.path + "\n" + text;
+    io_.page(text);
+  }
+  return kExitOk;
+}
+
+int Runner::change() {
+  const std::string& v = inv_.verb;
+  auto cg = cgroupArg(inv_.args[0]);
+  if (!cg) return fail(kExitInvalidArgs, cg.error().message);
+  if (opt_.runtime && v == "reset") {
+    return fail(kExitInvalidArgs, "--runtime does not apply to reset (it drops both layers)");
+  }
+  dbus::ChangeRequest req{opt_.runtime, !opt_.noAskPassword};
+  std::string knob, value;
+  if (v == "isolate") {
+    auto on = parseOnOff(inv_.args[1]);
+    if (!on) return fail(kExitInvalidArgs, "isolate: " + on.error().message);
+    knob = "sync_isolation";
+    value = *on ? "on" : "off";
+    client().setIsolation(cg->path, *on, req);
+  } else if (v == "boost") {
+    auto p = dbus::parseBoostPermission(inv_.args[1]);
+    if (!p) return fail(kExitInvalidArgs, "boost: " + p.error().message);
+    knob = "boost";
+    value = dbus::boostPermissionName(*p);
+    client().setBoostPolicy(cg->path, value, req);
+  } else if (v == "ceiling") {
+    auto c = dbus::parseBoostCeiling(inv_.args[1]);
+    if (!c) return fail(kExitInvalidArgs, "ceiling: " + c.error().message);
+    knob = "boost_ceiling";
+    value = dbus::boostCeilingName(*c);
+    client().setBoostCeiling(cg->path, value, req);
+  } else {
+    client().resetPolicy(cg->path, req);
+  }
+  if (json()) {
+    Json j = Json::object();
+    j.set("cgroup", cg->path).set("unit", cg->fromUnit ? Json(inv_.args[0]) : Json());
+    if (knob.empty()) {
+      j.set("reset", true);
+    } else {
+      j.set("knob", knob).set("value", value).set("runtime", opt_.runtime);
+    }
+    printJson(j);
+  } else if (knob.empty()) {
+    say("Reset the runtime policy of " + cg->path + ".");
+  } else {
+    say("Set " + knob + "=" + value + " on " + cg->path +
+        (opt_.runtime ? " (runtime: until reboot)." : "."));
+  }
+  return kExitOk;
+}
+
+int Runner::boosts() {
+  auto list = client().listBoosts();
+  if (json()) {
+    printJson(boostsJson(list));
+  } else {
+    io_.page(boostsText(list, style()));
+  }
+  return kExitOk;
+}
+
+int Runner::syncers() {
+  auto list = client().listSyncers();
+  if (json()) {
+    printJson(syncersJson(list));
+  } else {
+    io_.page(syncersText(list, style()));
+  }
+  return kExitOk;
+}
+
+int Runner::monitor() {
+  auto& c = client();
+  if (!c.daemonRunning()) {
+    return fail(kExitNotRunning, "cxiosyncd is not running on the " + opt_.bus.describe() + " bus");
+  }
+  c.monitor(
+      [&](const dbus::EventView& e) {
+        if (json()) {
+          printJson(eventJson(e));
+        } else {
+          io_.out(eventText(e) + "\n");
+        }
+      },
+      io_.stopFd,
+      [&] {
+        if (!opt_.quiet) io_.err("Monitoring cxiosyncd; press Ctrl-C to stop.\n");
+      });
+  return kExitOk;
+}
+
+int Runner::metrics() {
+  std::string text = client().metrics();
+  if (json()) {
+    auto j = metricsJson(text);
+    if (!j) return fail(kExitFailure, "Cannot produce JSON: " + j.error().message);
+    printJson(*j);
+  } else {
+    io_.page(text);
+  }
+  return kExitOk;
+}
+
+int Runner::reload() {
+  client().reload(dbus::ChangeRequest{false, !opt_.noAskPassword});
+  if (json()) {
+    printJson(Json::object().set("reloaded", true));
+  } else {
+    say("Configuration reloaded.");
+  }
+  return kExitOk;
+}
+
+int Runner::checkConfig() {
+  const std::string& path = inv_.args[0];
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return fail(kExitFailure, "Cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  Status st = cxiosync::checkConfig({ConfigText{path, text.str()}});
+  if (json()) {
+    Json j = Json::object();
+    j.set("file", path)
+        .set("valid", st.ok())
+        .set("error", st.ok() ? Json() : Json(st.error().message));
+    printJson(j);
+    return st.ok() ? kExitOk : kExitFailure;
+  }
+  if (!st) return fail(kExitFailure, st.error().message);
+  say(path + ": OK");
+  return kExitOk;
+}
+
+int Runner::version() {
+  std::string daemon;
+  bool reachable = false;
+  try {
+    auto& c = client();
+    if (c.daemonRunning()) {
+      daemon = c.version();
+      reachable = true;
+    }
+  } catch (const dbus::ClientError&) {
+    // The client's own version is still worth printing.
+  }
+  if (json()) {
+    printJson(Json::object()
+                  .set("cxiosyncctl", CXIOSYNC_VERSION)
+                  .set("cxiosyncd", reachable ? Json(daemon) : Json()));
+  } else {
+    io_.out(std::string("cxiosyncctl ") + CXIOSYNC_VERSION + "\n");
+    if (!opt_.quiet)
+      io_.out("cxiosyncd   " + (reachable ? daemon : std::string("(not running)")) + "\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string usage() {
+  std::string out =
+      "cxiosyncctl [OPTIONS...] COMMAND ...\n\n"
+      "Query and control cxiosyncd, the sync() priority-inversion guard.\n\n"
+      "Commands:\n";
+  const char* order[] = {"status",  "list",   "show",         "isolate", "boost",
+                         "ceiling", "reset",  "boosts",       "syncers", "monitor",
+                         "metrics", "reload", "check-config", "version"};
+  for (const char* v : order) out += "  " + std::string(verbs().at(v).synopsis) + "\n";
+  out +=
+      "\nCG is a cgroup path (/backup.slice) or a unit name (backup.slice, a-b.slice).\n\n"
+      "Options:\n"
+      "  -h --help                 Show this help\n"
+      "     --version              Same as the version command\n"
+      "     --json=pretty|short|off  JSON output (fails rather than printing text)\n"
+      "     --no-pager             Do not pipe output into a pager\n"
+      "     --no-legend            Do not print headers and footers\n"
+      "  -q --quiet                Suppress informational output\n"
+      "     --no-ask-password      Do not ask for a password (polkit)\n"
+      "     --runtime              isolate/boost/ceiling: until reboot only\n"
+      "     --bus=system|session|ADDRESS  Which bus to talk on (default: system)\n"
+      "\nExit status: 0 ok, 1 failure, 2 invalid arguments, 4 permission denied,\n"
+      "7 daemon not running; status: 0 running, 3 not running.\n";
+  return out;
+}
+
+Result<Invocation> parseArgs(const std::vector<std::string>& args) {
+  Invocation inv;
+  auto& o = inv.options;
+  std::vector<std::string> positional;
+  bool optionsDone = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (optionsDone || a.empty() || a[0] != '-' || a == "-") {
+      positional.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      optionsDone = true;
+      continue;
+    }
+    auto valueOf = [&](const std::string& name) -> Result<std::string> {
+      // --name=VALUE or --name VALUE
+      if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
+      if (i + 1 >= args.size()) return invalid("option " + name + " needs a value");
+      return args[++i];
+    };
+    auto is = [&](const std::string& name) { return a == name || (a.rfind(name + "=", 0) == 0); };
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+    } else if (a == "--version") {
+      positional.insert(positional.begin(), "version");
+    } else if (a == "--json") {
+      o.json = JsonMode::Pretty;
+    } else if (is("--json")) {
+      auto v = valueOf("--json");
+      if (!v) return v.error();
+      if (*v == "pretty") {
+        o.json = JsonMode::Pretty;
+      } else if (*v == "short") {
+        o.json = JsonMode::Short;
+      } else if (*v == "off") {
+        o.json = JsonMode::Off;
+      } else {
+        return invalid("--json takes pretty, short or off, not '" + *v + "'");
+      }
+    } else if (a == "--no-pager") {
+      o.noPager = true;
+    } else if (a == "--no-legend") {
+      o.noLegend = true;
+    } else if (a == "-q" || a == "--quiet") {
+      o.quiet = true;
+    } else if (a == "--no-ask-password") {
+      o.noAskPassword = true;
+    } else if (a == "--runtime") {
+      o.runtime = true;
+    } else if (is("--bus")) {
+      auto v = valueOf("--bus");
+      if (!v) return v.error();
+      auto bus = dbus::BusTarget::parse(*v);
+      if (!bus) return invalid(bus.error().message);
+      o.bus = *bus;
+    } else {
+      return invalid("unknown option '" + a + "' (see --help)");
+    }
+  }
+  if (o.help) {
+    inv.verb = "help";
+    return inv;
+  }
+  if (positional.empty()) {
+    inv.verb = "status";
+    return inv;
+  }
+  inv.verb = positional[0];
+  inv.args.assign(positional.begin() + 1, positional.end());
+  auto it = verbs().find(inv.verb);
+  if (it == verbs().end()) return invalid("unknown command '" + inv.verb + "' (see --help)");
+  if (inv.args.size() != it->second.args) {
+    return invalid("usage: cxiosyncctl " + std::string(it->second.synopsis));
+  }
+  if (o.runtime && inv.verb != "isolate" && inv.verb != "boost" && inv.verb != "ceiling") {
+    return invalid("--runtime applies only to isolate, boost and ceiling");
+  }
+  return inv;
+}
+
+int run(const Invocation& inv, const Io& io) {
+  return Runner(inv, io).run();
+}
+
+}  // namespace cxiosync::ctl

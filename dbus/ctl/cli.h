@@ -1,0 +1,57 @@
+#pragma once
+// cxiosyncctl: argument parsing (pure) and verb execution. main.cpp is a thin shell around run().
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dbus/bus_server.h"  // BusTarget
+#include "policy/result.h"
+
+namespace cxiosync::ctl {
+
+// Exit codes, the same for every verb (systemd.exec(5) table); `status` follows LSB.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailure = 1,
+  kExitInvalidArgs = 2,
+  kExitNotRunningLsb = 3,  // `status` only: the daemon is not running
+  kExitPermission = 4,     // also `status`: state unknown (cannot reach the bus)
+  kExitNotRunning = 7,
+};
+
+enum class JsonMode { Off, Pretty, Short };
+
+struct CliOptions {
+  JsonMode json = JsonMode::Off;
+  bool noPager = false;
+  bool noLegend = false;
+  bool quiet = false;
+  bool noAskPassword = false;
+  bool runtime = false;
+  bool help = false;
+  dbus::BusTarget bus = dbus::BusTarget::system();
+};
+
+struct Invocation {
+  CliOptions options;
+  std::string verb;  // "status" when none was given
+  std::vector<std::string> args;
+};
+
+// Parses argv[1..]. Options may come before or after the verb; "--" ends options.
+// Errors (EINVAL) carry the message to print; the exit code is then kExitInvalidArgs.
+Result<Invocation> parseArgs(const std::vector<std::string>& args);
+
+std::string usage();
+
+struct Io {
+  std::function<void(const std::string&)> out;   // stdout, unbuffered semantics (monitor)
+  std::function<void(const std::string&)> err;   // stderr
+  std::function<void(const std::string&)> page;  // long output: a pager on a terminal
+  bool color = false;                            // stdout is a colour terminal
+  int stopFd = -1;                               // monitor stops when readable (signalfd)
+};
+
+int run(const Invocation& inv, const Io& io);
+
+}  // namespace cxiosync::ctl

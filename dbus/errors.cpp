@@ -1,0 +1,42 @@
+#include <cerrno>
+
+#include "dbus/manager_backend.h"
+
+namespace cxiosync::dbus {
+
+ErrorKind errorKindOf(const Error& error) {
+  switch (error.code) {
+    case EINVAL:
+    case ERANGE:
+      return ErrorKind::InvalidArgument;
+    case ENOENT:
+    case ENOTDIR:
+      return ErrorKind::NoSuchCgroup;
+    case EACCES:
+    case EPERM:
+      return ErrorKind::AccessDenied;
+    case EOPNOTSUPP:
+    case ENOSYS:
+      return ErrorKind::NotSupported;
+    default:
+      return ErrorKind::Failed;
+  }
+}
+
+const char* errorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::InvalidArgument:
+      return "org.cxiosync1.Error.InvalidArgument";
+    case ErrorKind::NoSuchCgroup:
+      return "org.cxiosync1.Error.NoSuchCgroup";
+    case ErrorKind::AccessDenied:
+      return "org.cxiosync1.Error.AccessDenied";
+    case ErrorKind::NotSupported:
+      return "org.cxiosync1.Error.NotSupported";
+    case ErrorKind::Failed:
+      break;
+  }
+  return "org.cxiosync1.Error.Failed";
+}
+
+}  // namespace cxiosync::dbus

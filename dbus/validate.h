@@ -1,0 +1,45 @@
+#pragma once
+// Argument validation for the bus boundary: pure functions, no sdbus-c++ types, no I/O.
+// Every error is EINVAL (→ org.cxiosync1.Error.InvalidArgument) with a message a person can act
+// on. The same functions serve cxiosyncctl, so the CLI rejects what the daemon would.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "policy/config/knobs.h"
+#include "policy/model/cgroup_path.h"
+#include "policy/result.h"
+
+namespace cxiosync::dbus {
+
+// A cgroup argument: CgroupPath::parse (no "..", ".", NUL/control characters, length limits),
+// plus: not empty (the root is "/"). Confinement to the cgroup root is then structural (the
+// path is relative to it); existence and symlinks are the backend's check.
+Result<CgroupPath> parseCgroupArg(std::string_view text);
+
+Result<BoostPermission> parseBoostPermission(std::string_view text);  // "allow" | "deny"
+const char* boostPermissionName(BoostPermission p);
+
+// Bandwidth in bytes/s: decimal digits with an optional suffix K M G T (powers of 1000, as
+// systemd's IOWriteBandwidthMax=) or Ki Mi Gi Ti (powers of 1024); optional "B" after the
+// suffix is not accepted (keep one spelling). 1 <= value < UINT64_MAX.
+Result<uint64_t> parseBandwidth(std::string_view text);
+
+// "inherit" | "max" | a bandwidth (parseBandwidth).
+Result<BoostCeiling> parseBoostCeiling(std::string_view text);
+std::string boostCeilingName(const BoostCeiling& c);  // "inherit", "max", "1048576"
+
+// Options of a method call, by D-Bus signature of each value ("b", "s", ...).
+// Known keys (see org.cxiosync1.xml): "interactive" (b) everywhere, "runtime" (b) on setters.
+struct MethodOptions {
+  bool interactive = false;
+  bool runtime = false;
+};
+// `keys`: key → signature of the variant's value. `allowRuntime`: whether "runtime" is
+// accepted by this method. Unknown keys and wrong types are errors.
+Result<MethodOptions> parseMethodOptions(const std::map<std::string, std::string>& keys,
+                                         const std::map<std::string, bool>& boolValues,
+                                         bool allowRuntime);
+
+}  // namespace cxiosync::dbus

@@ -1,0 +1,650 @@
+// The dbus tier: a private dbus-daemon per suite, the real BusServer (in the test server,
+// with the fake backend, or the real daemon through CXIOSYNC_DBUS_TEST_SERVER), the real
+// cxiosyncctl as a subprocess, and raw sdbus-c++ calls for inputs the CLI refuses to send.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "dbus/client.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace cxiosync;
+
+const std::string kCtl = CXIOSYNC_CTL_PATH;
+const std::string kServer = CXIOSYNC_TEST_SERVER_PATH;
+const std::string kDir = CXIOSYNC_DBUS_TEST_DIR;
+const std::string kIdl = CXIOSYNC_DBUS_IDL_PATH;
+
+struct RunResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Forks and execs argv; the child dies with us (PR_SET_PDEATHSIG) so nothing leaks.
+pid_t spawn(const std::vector<std::string>& argv, int* outFd, int* errFd, int* inFd = nullptr) {
+  int out[2], err[2], in[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(in, O_CLOEXEC)) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    if (errFd) {
+      dup2(err[1], 2);
+    } else {
+      int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      dup2(devnull, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  close(in[0]);
+  *outFd = out[0];
+  if (errFd) {
+    *errFd = err[0];
+  } else {
+    close(err[0]);
+  }
+  if (inFd) {
+    *inFd = in[1];
+  } else {
+    close(in[1]);
+  }
+  return pid;
+}
+
+RunResult run(const std::vector<std::string>& argv, const std::string& input = {},
+              std::chrono::seconds timeout = 30s) {
+  RunResult r;
+  int outFd, errFd, inFd;
+  pid_t pid = spawn(argv, &outFd, &errFd, &inFd);
+  if (!input.empty()) {
+    if (write(inFd, input.data(), input.size()) < 0) r.err = "write failed";
+  }
+  close(inFd);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool outOpen = true, errOpen = true;
+  while (outOpen || errOpen) {
+    struct pollfd fds[2] = {{outOpen ? outFd : -1, POLLIN, 0}, {errOpen ? errFd : -1, POLLIN, 0}};
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0 || poll(fds, 2, left) <= 0) {
+      kill(pid, SIGKILL);
+      r.err += "\n[test: timed out]";
+      break;
+    }
+    char buf[4096];
+    for (int i = 0; i < 2; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        (i == 0 ? outOpen : errOpen) = false;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  close(outFd);
+  close(errFd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// Reads one line from fd within the timeout ("" on timeout/EOF).
+std::string readLine(int fd, std::chrono::milliseconds timeout) {
+  std::string line;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    struct pollfd p = {fd, POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, left) <= 0) return line;
+    char c;
+    if (read(fd, &c, 1) != 1) return line;
+    if (c == '\n') return line;
+    line += c;
+  }
+}
+
+bool realDaemon() {
+  return std::getenv("CXIOSYNC_DBUS_TEST_SERVER") != nullptr;
+}
+
+// A private bus and (optionally) a server on it.
+class BusEnv {
+ public:
+  void startBus() {
+    // Its stdout stays open until stop(): a child writing to a closed pipe dies of SIGPIPE.
+    busPid_ = spawn({"/usr/bin/dbus-daemon", "--config-file=" + kDir + "/test-bus.conf",
+                     "--print-address=1", "--nofork"},
+                    &busOut_, nullptr);
+    address_ = readLine(busOut_, 10s);
+    ASSERT_FALSE(address_.empty()) << "dbus-daemon printed no address";
+  }
+
+  void startServer(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv;
+    if (const char* cmd = std::getenv("CXIOSYNC_DBUS_TEST_SERVER")) {
+      std::istringstream words(cmd);
+      for (std::string w; words >> w;) {
+        auto pos = w.find("{address}");
+        if (pos != std::string::npos) w.replace(pos, 9, address_);
+        argv.push_back(w);
+      }
+    } else {
+      argv = {kServer, "--address=" + address_};
+      argv.insert(argv.end(), extra.begin(), extra.end());
+    }
+    serverPid_ = spawn(argv, &serverOut_, nullptr);
+    // Ready when the name is on the bus.
+    auto client = dbus::Client::connect(dbus::BusTarget::at(address_));
+    for (int i = 0; i < 200; ++i) {
+      if (client->daemonRunning()) return;
+      std::this_thread::sleep_for(25ms);
+    }
+    FAIL() << "server did not take org.cxiosync1";
+  }
+
+  void stopServer() {
+    if (serverPid_ > 0) {
+      kill(serverPid_, SIGTERM);
+      int st;
+      waitpid(serverPid_, &st, 0);
+      serverPid_ = -1;
+      close(serverOut_);
+    }
+  }
+
+  void stop() {
+    stopServer();
+    if (busPid_ > 0) {
+      kill(busPid_, SIGTERM);
+      int st;
+      waitpid(busPid_, &st, 0);
+      busPid_ = -1;
+      close(busOut_);
+    }
+  }
+
+  bool serverAlive() const { return serverPid_ > 0 && kill(serverPid_, 0) == 0; }
+  pid_t serverPid() const { return serverPid_; }
+  const std::string& address() const { return address_; }
+
+ private:
+  pid_t busPid_ = -1, serverPid_ = -1;
+  int serverOut_ = -1, busOut_ = -1;
+  std::string address_;
+};
+
+class DbusBase : public ::testing::Test {
+ protected:
+  static BusEnv& env() {
+    static BusEnv e;
+    return e;
+  }
+  static RunResult ctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kCtl, "--bus=" + env().address(), "--no-pager"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  static std::unique_ptr<dbus::Client> client() {
+    return dbus::Client::connect(dbus::BusTarget::at(env().address()));
+  }
+  // Parses with python's json module; returns "" on success, the error otherwise.
+  static std::string jsonError(const std::string& text) {
+    auto r = run({"/usr/bin/env", "python3", "-m", "json.tool"}, text);
+    return r.rc == 0 ? "" : r.err;
+  }
+  static bool sameJson(const std::string& a, const std::string& b) {
+    auto r = run({"/usr/bin/env", "python3", "-c",
+                  "import json,sys; d=sys.stdin.read().split('\\x00'); "
+                  "sys.exit(0 if json.loads(d[0])==json.loads(d[1]) else 1)"},
+                 a + std::string(1, '\0') + b);
+    return r.rc == 0;
+  }
+  // Raw call for inputs the client library never sends. Returns the error name or "".
+  template <class... Args>
+  static std::string rawCall(const std::string& method, Args&&... args) {
+    auto conn = sdbus::createSessionBusConnectionWithAddress(env().address());
+    auto proxy = sdbus::createProxy(*conn, "org.cxiosync1", "/org/cxiosync1");
+    try {
+      proxy->callMethod(method).onInterface("org.cxiosync1.Manager").withArguments(args...);
+      return "";
+    } catch (const sdbus::Error& e) {
+      return e.getName();
+    }
+  }
+  static std::string state() { return ctl({"list", "--json=short"}).out; }
+};
+
+// ---- the server with the fake backend, callers are root ------------------------------------
+
+class DbusServer : public DbusBase {
+ protected:
+  static void SetUpTestSuite() {
+    env().startBus();
+    env().startServer();
+  }
+  static void TearDownTestSuite() { env().stop(); }
+  void SetUp() override {
+    ASSERT_TRUE(env().serverAlive());
+    if (!realDaemon()) {
+      ASSERT_EQ(ctl({"reset", "/backup.slice"}).rc, 0);
+    }
+  }
+  void TearDown() override { EXPECT_TRUE(env().serverAlive()) << "the server died"; }
+};
+
+TEST_F(DbusServer, IntrospectionMatchesTheIdl) {
+  std::string xml = client()->introspect();
+  std::string path = ::testing::TempDir() + "/introspected.xml";
+  std::ofstream(path) << xml;
+  auto r = run({"/usr/bin/env", "python3", kDir + "/introspect_normalize.py", kIdl, path});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  // Every method ends with a{sv} options (the contract's forward-compatibility rule).
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind("method ", 0) != 0) continue;
+    auto lastIn = l.rfind("in ");
+    EXPECT_EQ(l.compare(lastIn, 16, "in options:a{sv}"), 0) << l;
+  }
+}
+
+TEST_F(DbusServer, HumanOutputOfReadVerbs) {
+  auto s = ctl({"status"});
+  EXPECT_EQ(s.rc, 0) << s.err;
+  EXPECT_NE(s.out.find("State: running"), std::string::npos) << s.out;
+  if (realDaemon()) GTEST_SKIP() << "fake data below";
+  auto l = ctl({"list"});
+  EXPECT_EQ(l.rc, 0) << l.err;
+  EXPECT_NE(l.out.find("CGROUP"), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("/backup.slice"), std::string::npos);
+  EXPECT_NE(l.out.find("1.0 MiB/s (8:0)"), std::string::npos) << l.out;
+  EXPECT_NE(l.out.find("cgroups listed."), std::string::npos);
+  auto nl = ctl({"list", "--no-legend"});
+  EXPECT_EQ(nl.out.find("CGROUP"), std::string::npos);
+  EXPECT_EQ(nl.out.find("listed"), std::string::npos);
+  auto sh = ctl({"show", "backup.slice"});
+  EXPECT_EQ(sh.rc, 0) << sh.err;
+  EXPECT_NE(sh.out.find("backup.slice → /backup.slice"), std::string::npos) << sh.out;
+  EXPECT_NE(sh.out.find("/etc/cxiosync/cxiosync.yaml:12"), std::string::npos) << sh.out;
+  auto b = ctl({"boosts"});
+  EXPECT_NE(b.out.find("12.3 s"), std::string::npos) << b.out;
+  auto sy = ctl({"syncers"});
+  EXPECT_NE(sy.out.find("postgres"), std::string::npos) << sy.out;
+  EXPECT_NE(sy.out.find("850 us"), std::string::npos) << sy.out;
+  auto m = ctl({"metrics"});
+  EXPECT_NE(m.out.find("cxiosync_boosts_total 7"), std::string::npos);
+  auto v = ctl({"version"});
+  EXPECT_EQ(v.rc, 0);
+  EXPECT_NE(v.out.find("cxiosyncd   0.1.0"), std::string::npos) << v.out;
+}
+
+// Every verb's --json output parses, short and pretty agree, and (fake backend) matches the
+// checked-in golden file: the JSON shape is an interface too.
+TEST_F(DbusServer, JsonOutputOfEveryVerbParsesAndIsStable) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+  };
+  std::vector<Case> cases = {{"status", {"status"}},
+                             {"list", {"list"}},
+                             {"show", {"show", "/backup.slice"}},
+                             {"boosts", {"boosts"}},
+                             {"syncers", {"syncers"}},
+                             {"metrics", {"metrics"}},
+                             {"version", {"version"}},
+                             {"isolate", {"isolate", "backup.slice", "on", "--runtime"}},
+                             {"boost", {"boost", "/backup.slice", "deny"}},
+                             {"ceiling", {"ceiling", "/backup.slice", "10Mi"}},
+                             {"reset", {"reset", "/backup.slice"}},
+                             {"reload", {"reload"}}};
+  const bool update = std::getenv("CXIOSYNC_UPDATE_GOLDEN") != nullptr;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto args = c.args;
+    args.push_back("--json=pretty");
+    auto pretty = ctl(args);
+    ASSERT_EQ(pretty.rc, 0) << pretty.err;
+    EXPECT_EQ(jsonError(pretty.out), "") << pretty.out;
+    args.back() = "--json=short";
+    auto shortOut = ctl(args);
+    ASSERT_EQ(shortOut.rc, 0) << shortOut.err;
+    EXPECT_EQ(shortOut.out.find('\n'), shortOut.out.size() - 1) << "short is one line";
+    EXPECT_TRUE(sameJson(pretty.out, shortOut.out));
+    if (realDaemon()) continue;
+    std::string golden = kDir + "/golden/" + c.name + ".json";
+    if (update) {
+      std::ofstream(golden) << pretty.out;
+      continue;
+    }
+    std::ifstream in(golden);
+    std::stringstream want;
+    want << in.rdbuf();
+    EXPECT_EQ(pretty.out, want.str())
+        << "golden " << golden << " (regenerate with CXIOSYNC_UPDATE_GOLDEN=1)";
+  }
+}
+
+TEST_F(DbusServer, JsonFailsRatherThanPrintingText) {
+  auto h = ctl({"help", "--json"});
+  EXPECT_EQ(h.rc, 2);
+  EXPECT_EQ(h.out, "");
+  auto e = ctl({"show", "/nope", "--json=short"});
+  EXPECT_EQ(e.rc, 1);
+  EXPECT_EQ(e.out, "") << "errors go to stderr, never as text on stdout";
+}
+
+TEST_F(DbusServer, ChangesApplyAndShowTheirSource) {
+  if (realDaemon()) GTEST_SKIP() << "fake tree";
+  EXPECT_EQ(ctl({"isolate", "a-b.slice", "off"}).rc, 0);
+  auto j = ctl({"show", "/a.slice/a-b.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("sync_isolation":{"value":"off","source":"runtime"})"), std::string::npos)
+      << j;
+  EXPECT_EQ(ctl({"boost", "/a.slice", "deny"}).rc, 0);
+  j = ctl({"show", "/a.slice/a-b.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("boost":{"value":"deny","source":"runtime"})"), std::string::npos) << j;
+  EXPECT_EQ(ctl({"ceiling", "/a.slice", "1M"}).rc, 0);
+  j = ctl({"show", "/a.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("boost_ceiling":{"value":"1000000","source":"runtime"})"), std::string::npos)
+      << j;
+  auto q = ctl({"-q", "reset", "/a.slice"});
+  EXPECT_EQ(q.rc, 0);
+  EXPECT_EQ(q.out, "");
+  EXPECT_EQ(ctl({"reset", "/a.slice/a-b.slice"}).rc, 0);
+  j = ctl({"show", "/a.slice/a-b.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("sync_isolation":{"value":"on","source":"default"})"), std::string::npos)
+      << j;
+}
+
+// Bad input of every kind: the right error name, and nothing changed.
+TEST_F(DbusServer, BadInputGetsTheRightErrorAndChangesNothing) {
+  using Opts = std::map<std::string, sdbus::Variant>;
+  const std::string before = state();
+  const std::string kInvalid = "org.cxiosync1.Error.InvalidArgument";
+  const std::string kNoSuch = "org.cxiosync1.Error.NoSuchCgroup";
+  std::string huge(5000, 'a');
+  std::string longName = "/" + std::string(300, 'x');
+  for (std::string bad : {std::string(""), std::string("../etc"), std::string("/a/../../etc"),
+                          std::string("/./a"), std::string("/a\x01"), huge, longName}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(rawCall("ShowCgroup", bad, Opts{}), kInvalid);
+    EXPECT_EQ(rawCall("SetIsolation", bad, true, Opts{}), kInvalid);
+    EXPECT_EQ(rawCall("SetBoostPolicy", bad, std::string("allow"), Opts{}), kInvalid);
+    EXPECT_EQ(rawCall("SetBoostCeiling", bad, std::string("max"), Opts{}), kInvalid);
+    EXPECT_EQ(rawCall("ResetPolicy", bad, Opts{}), kInvalid);
+  }
+  const std::string kGood = "/backup.slice";
+  EXPECT_EQ(rawCall("SetBoostPolicy", kGood, std::string("maybe"), Opts{}), kInvalid);
+  EXPECT_EQ(rawCall("SetBoostPolicy", kGood, std::string("ALLOW"), Opts{}), kInvalid);
+  for (std::string c : {"", "0", "10X", "-5", "1.5M", "18446744073709551615",
+                        "99999999999999999999", "max ", "Mi"}) {
+    SCOPED_TRACE(c);
+    EXPECT_EQ(rawCall("SetBoostCeiling", kGood, c, Opts{}), kInvalid);
+  }
+  // Options: unknown keys, wrong types, keys a method does not take.
+  EXPECT_EQ(rawCall("SetIsolation", kGood, true, Opts{{"bogus", sdbus::Variant(true)}}), kInvalid);
+  EXPECT_EQ(
+      rawCall("SetIsolation", kGood, true, Opts{{"runtime", sdbus::Variant(std::string("yes"))}}),
+      kInvalid);
+  EXPECT_EQ(rawCall("ResetPolicy", kGood, Opts{{"runtime", sdbus::Variant(true)}}), kInvalid);
+  EXPECT_EQ(rawCall("Reload", Opts{{"force", sdbus::Variant(true)}}), kInvalid);
+  EXPECT_EQ(rawCall("GetStatus", Opts{{"x", sdbus::Variant(uint32_t{1})}}), kInvalid);
+  EXPECT_EQ(rawCall("ListCgroups", Opts{{"x", sdbus::Variant(true)}}), kInvalid);
+  // Well-formed but absent.
+  EXPECT_EQ(rawCall("ShowCgroup", std::string("/nope.slice"), Opts{}), kNoSuch);
+  EXPECT_EQ(rawCall("SetIsolation", std::string("/nope.slice"), true, Opts{}), kNoSuch);
+  EXPECT_EQ(state(), before);
+  if (realDaemon()) return;
+  EXPECT_EQ(rawCall("SetBoostPolicy", std::string("/legacy.slice"), std::string("deny"), Opts{}),
+            "org.cxiosync1.Error.NotSupported");
+  // A backend that throws: Error.Failed, and the server lives on (sdbus-c++ 1.2 would abort).
+  EXPECT_EQ(rawCall("SetIsolation", std::string("/broken.slice"), true, Opts{}),
+            "org.cxiosync1.Error.Failed");
+  EXPECT_TRUE(env().serverAlive());
+  EXPECT_EQ(state(), before);
+}
+
+TEST_F(DbusServer, ExitCodesPerVerb) {
+  EXPECT_EQ(ctl({"status"}).rc, 0);
+  EXPECT_EQ(ctl({"bogus"}).rc, 2);
+  EXPECT_EQ(ctl({"show"}).rc, 2);
+  EXPECT_EQ(ctl({"list", "--json=yaml"}).rc, 2);
+  EXPECT_EQ(ctl({"list", "--frobnicate"}).rc, 2);
+  EXPECT_EQ(ctl({"reset", "/x", "--runtime"}).rc, 2);
+  EXPECT_EQ(ctl({"show", "../x"}).rc, 2);
+  EXPECT_EQ(ctl({"isolate", "/backup.slice", "maybe"}).rc, 2);
+  EXPECT_EQ(ctl({"boost", "/backup.slice", "sometimes"}).rc, 2);
+  EXPECT_EQ(ctl({"ceiling", "/backup.slice", "fast"}).rc, 2);
+  EXPECT_EQ(ctl({"ceiling", "bad name.slice", "max"}).rc, 2);
+  auto ns = ctl({"isolate", "/nope.slice", "on"});
+  EXPECT_EQ(ns.rc, 1);
+  EXPECT_NE(ns.err.find("/nope.slice"), std::string::npos) << ns.err;
+  if (realDaemon()) return;
+  EXPECT_EQ(ctl({"boost", "/legacy.slice", "deny"}).rc, 1);
+  EXPECT_EQ(ctl({"isolate", "/broken.slice", "on"}).rc, 1);
+}
+
+TEST_F(DbusServer, ReloadFailureKeepsOldConfigAndSaysWhere) {
+  if (realDaemon()) GTEST_SKIP();
+  env().stopServer();
+  env().startServer({"--fail-reload"});
+  auto r = ctl({"reload"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cxiosync.yaml:7:11"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"reload"}).rc, 0);
+}
+
+TEST_F(DbusServer, SignalsArriveInMonitor) {
+  int outFd, errFd;
+  pid_t mon = spawn({kCtl, "--bus=" + env().address(), "monitor", "--json=short"}, &outFd, &errFd);
+  ASSERT_NE(readLine(errFd, 10s).find("Monitoring"), std::string::npos);
+  if (!realDaemon()) kill(env().serverPid(), SIGUSR1);
+  ASSERT_EQ(ctl({"isolate", "/backup.slice", "on"}).rc, 0);
+  std::vector<std::string> lines;
+  for (int i = 0; i < (realDaemon() ? 1 : 5); ++i) {
+    std::string line = readLine(outFd, 10s);
+    EXPECT_EQ(jsonError(line), "") << line;
+    lines.push_back(line);
+  }
+  kill(mon, SIGINT);
+  int st;
+  waitpid(mon, &st, 0);
+  close(outFd);
+  close(errFd);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "monitor ends cleanly on Ctrl-C";
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_NE(
+      all.find(
+          R"({"event":"PolicyChanged","cgroup":"/backup.slice","knob":"sync_isolation","value":"on","source":"runtime"})"),
+      std::string::npos)
+      << all;
+  if (realDaemon()) return;
+  EXPECT_NE(all.find(R"("event":"SyncDetected","comm":"sync","cgroup":"/system.slice")"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find(R"("event":"BoostStarted")"), std::string::npos) << all;
+  EXPECT_NE(all.find(R"("original_wbps":1048576,"boosted_wbps":null)"), std::string::npos) << all;
+  EXPECT_NE(
+      all.find(
+          R"("event":"BoostEnded","cgroup":"/backup.slice","dirtier":"/backup.slice","device":"8:0","reason":"syncers-left","duration_usec":12300000)"),
+      std::string::npos)
+      << all;
+}
+
+TEST_F(DbusServer, ActiveBoostsEmitsPropertiesChanged) {
+  if (realDaemon()) GTEST_SKIP();
+  auto conn = sdbus::createSessionBusConnectionWithAddress(env().address());
+  auto proxy = sdbus::createProxy(*conn, "org.cxiosync1", "/org/cxiosync1");
+  std::map<std::string, sdbus::Variant> seen;
+  proxy->uponSignal("PropertiesChanged")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .call([&](const std::string& iface, const std::map<std::string, sdbus::Variant>& changed,
+                const std::vector<std::string>&) {
+        if (iface == "org.cxiosync1.Manager") seen = changed;
+      });
+  proxy->finishRegistration();
+  uint32_t before = proxy->getProperty("ActiveBoosts").onInterface("org.cxiosync1.Manager");
+  kill(env().serverPid(), SIGUSR2);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (seen.empty() && std::chrono::steady_clock::now() < deadline) {
+    while (conn->processPendingRequest()) {
+    }
+    auto pd = conn->getEventLoopPollData();
+    struct pollfd p = {pd.fd, pd.events, 0};
+    poll(&p, 1, 100);
+  }
+  ASSERT_TRUE(seen.count("ActiveBoosts"));
+  EXPECT_NE(seen["ActiveBoosts"].get<uint32_t>(), before);
+  kill(env().serverPid(), SIGUSR2);  // back to one boost for the golden files
+  for (int i = 0; i < 100; ++i) {
+    uint32_t now = proxy->getProperty("ActiveBoosts").onInterface("org.cxiosync1.Manager");
+    if (now == before) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  std::string version = proxy->getProperty("Version").onInterface("org.cxiosync1.Manager");
+  EXPECT_EQ(version, "0.1.0");
+}
+
+// ---- authorization: callers treated as uid 1000, with a fake polkit ------------------------
+
+class DbusAuth : public DbusBase {
+ protected:
+  static void SetUpTestSuite() { env().startBus(); }
+  static void TearDownTestSuite() { env().stop(); }
+  void TearDown() override { env().stopServer(); }
+  void serve(const std::string& polkit) {
+    if (realDaemon()) GTEST_SKIP() << "uid/polkit injection is a test-server feature";
+    env().startServer({"--as-uid=1000", "--polkit=" + polkit});
+  }
+};
+
+TEST_F(DbusAuth, NoPolkitMeansRootOnly) {
+  serve("absent");
+  const std::string before = state();
+  auto r = ctl({"isolate", "/backup.slice", "on"});
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_NE(r.err.find("polkit is not available"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"reload"}).rc, 4);
+  EXPECT_EQ(state(), before);
+  // Reads stay open to everyone.
+  EXPECT_EQ(ctl({"list"}).rc, 0);
+  EXPECT_EQ(ctl({"show", "/backup.slice"}).rc, 0);
+  EXPECT_EQ(rawCall("SetIsolation", std::string("/backup.slice"), true,
+                    std::map<std::string, sdbus::Variant>{}),
+            "org.cxiosync1.Error.AccessDenied");
+}
+
+TEST_F(DbusAuth, PolkitDenies) {
+  serve("deny");
+  const std::string before = state();
+  EXPECT_EQ(ctl({"boost", "/backup.slice", "deny"}).rc, 4);
+  EXPECT_EQ(ctl({"reset", "/backup.slice"}).rc, 4);
+  EXPECT_EQ(state(), before);
+}
+
+TEST_F(DbusAuth, PolkitAllows) {
+  serve("allow");
+  EXPECT_EQ(ctl({"isolate", "/backup.slice", "off"}).rc, 0);
+  EXPECT_NE(ctl({"show", "/backup.slice", "--json=short"})
+                .out.find(R"("sync_isolation":{"value":"off","source":"runtime"})"),
+            std::string::npos);
+}
+
+TEST_F(DbusAuth, NoAskPasswordIsHonoured) {
+  serve("interactive");  // the fake says yes only when interaction is allowed
+  auto denied = ctl({"--no-ask-password", "isolate", "/backup.slice", "off"});
+  EXPECT_EQ(denied.rc, 4);
+  EXPECT_NE(denied.err.find("without --no-ask-password"), std::string::npos) << denied.err;
+  EXPECT_EQ(ctl({"isolate", "/backup.slice", "off"}).rc, 0);
+}
+
+TEST_F(DbusAuth, ValidationComesBeforeAuthorization) {
+  serve("deny");
+  // Bad input is InvalidArgument (exit 2) even for a caller who may not change anything.
+  EXPECT_EQ(rawCall("SetBoostPolicy", std::string("/backup.slice"), std::string("maybe"),
+                    std::map<std::string, sdbus::Variant>{}),
+            "org.cxiosync1.Error.InvalidArgument");
+}
+
+// ---- a bus without the daemon ----------------------------------------------------------------
+
+class DbusNoDaemon : public DbusBase {
+ protected:
+  static void SetUpTestSuite() { env().startBus(); }
+  static void TearDownTestSuite() { env().stop(); }
+};
+
+TEST_F(DbusNoDaemon, ExitCodes) {
+  EXPECT_EQ(ctl({"status"}).rc, 3) << "LSB: not running";
+  auto sj = ctl({"status", "--json=short"});
+  EXPECT_EQ(sj.rc, 3);
+  EXPECT_EQ(sj.out, "{\"running\":false}\n");
+  for (std::vector<std::string> v : std::vector<std::vector<std::string>>{{"list"},
+                                                                          {"show", "/a"},
+                                                                          {"isolate", "/a", "on"},
+                                                                          {"boost", "/a", "allow"},
+                                                                          {"ceiling", "/a", "max"},
+                                                                          {"reset", "/a"},
+                                                                          {"boosts"},
+                                                                          {"syncers"},
+                                                                          {"monitor"},
+                                                                          {"metrics"},
+                                                                          {"reload"}}) {
+    SCOPED_TRACE(v[0]);
+    auto r = ctl(v);
+    EXPECT_EQ(r.rc, 7) << r.err;
+    v.push_back("--json=short");
+    r = ctl(v);
+    EXPECT_EQ(r.rc, 7) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  auto ver = ctl({"version", "--json=short"});
+  EXPECT_EQ(ver.rc, 0);
+  EXPECT_NE(ver.out.find("\"cxiosyncd\":null"), std::string::npos) << ver.out;
+}
+
+TEST(DbusLocal, CheckConfigNeedsNoDaemon) {
+  std::string good = ::testing::TempDir() + "/good.yaml";
+  std::ofstream(good) << "# nothing set: built-in defaults\n";
+  auto r = run({kCtl, "--bus=unix:path=/nonexistent", "check-config", good});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  std::string bad = ::testing::TempDir() + "/bad.yaml";
+  std::ofstream(bad) << "detector: sometimes\n";
+  r = run({kCtl, "check-config", bad});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find(bad + ":1"), std::string::npos) << r.err;
+  r = run({kCtl, "check-config", bad, "--json=short"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("\"valid\":false"), std::string::npos) << r.out;
+  EXPECT_EQ(run({kCtl, "check-config", "/nonexistent.yaml"}).rc, 1);
+  EXPECT_EQ(run({kCtl, "--bus=unix:path=/nonexistent", "list"}).rc, 7);
+}
+
+}  // namespace

@@ -1,0 +1,143 @@
+// cxiosync-dbus-test-server: BusServer + FakeBackend on a given bus, driven by a poll() loop
+// exactly as the daemon drives it (pollSpec/process), plus an optional fake polkit authority.
+//
+//   --address=ADDR          bus address (required; tests run a private dbus-daemon)
+//   --as-uid=N              treat every caller as uid N (BusServerOptions::uidOverride)
+//   --polkit=MODE           fake org.freedesktop.PolicyKit1 on its own connection:
+//                           allow | deny | challenge | interactive (allow only when the
+//                           AllowUserInteraction flag is set) | absent (no fake; default)
+//   --fail-reload           the next Reload fails with InvalidArgument
+// Signals: SIGTERM/SIGINT stop; SIGUSR1 emits SyncDetected, BoostStarted, BoostEnded and a
+// daemon-side PolicyChanged; SIGUSR2 toggles a second boost (ActiveBoosts 1 <-> 2).
+// Prints "READY <unique name>" on stdout once the name is owned.
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "dbus/bus_server.h"
+#include "tests/dbus/fake_backend.h"
+
+using namespace cxiosync;
+using namespace cxiosync::dbus;
+
+namespace {
+
+int pollTimeout(const sdbus::IConnection::PollData& pd) {
+  if (pd.timeout_usec == UINT64_MAX) return -1;
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000u + ts.tv_nsec / 1000;
+  return pd.timeout_usec <= now ? 0 : static_cast<int>((pd.timeout_usec - now + 999) / 1000);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string address, polkitMode = "absent";
+  BusServerOptions options;
+  testing::FakeBackend backend;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--address=", 0) == 0) {
+      address = a.substr(10);
+    } else if (a.rfind("--as-uid=", 0) == 0) {
+      options.uidOverride = static_cast<uint32_t>(std::stoul(a.substr(9)));
+    } else if (a.rfind("--polkit=", 0) == 0) {
+      polkitMode = a.substr(9);
+    } else if (a == "--fail-reload") {
+      backend.failNextReload = true;
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (address.empty()) {
+    std::fprintf(stderr, "--address is required\n");
+    return 2;
+  }
+  options.bus = BusTarget::at(address);
+
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2}) sigaddset(&mask, s);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  // The fake polkit first, so it is on the bus before anyone can call us.
+  std::unique_ptr<sdbus::IConnection> polkitConn;
+  std::unique_ptr<sdbus::IObject> polkitObj;
+  if (polkitMode != "absent") {
+    polkitConn = sdbus::createSessionBusConnectionWithAddress(address);
+    polkitObj = sdbus::createObject(*polkitConn, "/org/freedesktop/PolicyKit1/Authority");
+    using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
+    using Reply = sdbus::Struct<bool, bool, std::map<std::string, std::string>>;
+    polkitObj->registerMethod("CheckAuthorization")
+        .onInterface("org.freedesktop.PolicyKit1.Authority")
+        .implementedAs([polkitMode](const Subject&, const std::string& action,
+                                    const std::map<std::string, std::string>&, uint32_t flags,
+                                    const std::string&) -> Reply {
+          if (action != "org.cxiosync1.manage") return Reply{false, false, {}};
+          if (polkitMode == "allow") return Reply{true, false, {}};
+          if (polkitMode == "challenge") return Reply{false, true, {}};
+          if (polkitMode == "interactive") return Reply{(flags & 1) != 0, (flags & 1) == 0, {}};
+          return Reply{false, false, {}};
+        });
+    polkitObj->finishRegistration();
+    polkitConn->requestName("org.freedesktop.PolicyKit1");
+  }
+
+  auto server = BusServer::create(backend, options);
+  if (!server) {
+    std::fprintf(stderr, "test server: %s\n", server.error().message.c_str());
+    return 1;
+  }
+  std::printf("READY %s\n", (*server)->uniqueName().c_str());
+  std::fflush(stdout);
+
+  for (;;) {
+    PollSpec spec = (*server)->pollSpec();
+    struct pollfd fds[3] = {
+        {spec.fd, static_cast<short>(spec.events), 0}, {sfd, POLLIN, 0}, {-1, 0, 0}};
+    int timeout = spec.timeoutMs;
+    nfds_t n = 2;
+    if (polkitConn) {
+      auto pd = polkitConn->getEventLoopPollData();
+      fds[2] = {pd.fd, pd.events, 0};
+      int t = pollTimeout(pd);
+      if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
+      n = 3;
+    }
+    int r = poll(fds, n, timeout);
+    if (r < 0 && errno != EINTR) return 1;
+    if (fds[1].revents & POLLIN) {
+      struct signalfd_siginfo si {};
+      while (read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+        if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) return 0;
+        if (si.ssi_signo == SIGUSR1) {
+          auto syncers = backend.listSyncers();
+          auto boosts = backend.listBoosts();
+          (*server)->syncDetected(syncers.at(0));
+          (*server)->boostStarted(boosts.at(0));
+          (*server)->boostEnded(boosts.at(0), "syncers-left");
+          (*server)->policyChanged("", "", "", "config");
+        }
+        if (si.ssi_signo == SIGUSR2) {
+          backend.extraBoost = !backend.extraBoost;
+          (*server)->propertiesMayHaveChanged();
+        }
+      }
+    }
+    if (!(*server)->process()) return 1;
+    if (polkitConn) {
+      while (polkitConn->processPendingRequest()) {
+      }
+    }
+  }
+}
