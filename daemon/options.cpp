@@ -11,8 +11,8 @@ Removes the sync()/io.max priority inversion: while a sync from outside a write-
 cgroup waits on that cgroup's throttled writeback, the limit is lifted, then restored.
 
 Options:
-  --config=PATH          YAML config (default /etc/cxiosync/cxiosync.yaml; drop-ins in
-                         PATH's directory cxiosync.d/*.yaml)
+  --config=PATH          config directory (cxiosync.yaml + cxiosync.d/*.yaml; default
+                         /etc/cxiosync, built-in defaults when absent) or one YAML file
   --check-config         validate the configuration and exit (0 valid, 6 invalid)
   --cgroup-root=DIR      cgroup2 mount (default /sys/fs/cgroup)
   --proc-root=DIR        procfs (default /proc)

@@ -23,7 +23,8 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitBadConfig = 6;
 
 struct Options {
-  std::string configPath = "/etc/cxiosync/cxiosync.yaml";
+  // A config directory (cxiosync.yaml + cxiosync.d/*.yaml) or one YAML file.
+  std::string configPath = "/etc/cxiosync";
   std::string cgroupRoot = "/sys/fs/cgroup";
   std::string procRoot = "/proc";
   std::string sysRoot = "/sys";

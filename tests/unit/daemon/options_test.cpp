@@ -10,7 +10,7 @@ namespace {
 TEST(OptionsTest, Defaults) {
   auto o = parseOptions({});
   ASSERT_TRUE(o);
-  EXPECT_EQ(o->configPath, "/etc/cxiosync/cxiosync.yaml");
+  EXPECT_EQ(o->configPath, "/etc/cxiosync");
   EXPECT_EQ(o->cgroupRoot, "/sys/fs/cgroup");
   EXPECT_EQ(o->runDir, "/run/cxiosync");
   EXPECT_FALSE(o->detector);

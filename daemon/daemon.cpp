@@ -1,0 +1,414 @@
+#include "daemon/daemon.h"
+
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/config_loader.h"
+#include "daemon/detect/detector.h"
+#include "daemon/logging.h"
+#include "policy/config/defaults.h"
+
+namespace cxiosync {
+namespace {
+
+// Metrics are rewritten at most this often (node_exporter scrapes every 15 s or so).
+constexpr std::chrono::milliseconds kMetricsInterval{5000};
+// A start that failed (io.max not writable, journal full, ...) is retried after this long,
+// not on every tick.
+constexpr std::chrono::seconds kStartRetry{5};
+// Config files are re-read this long after the last inotify event (editors write in bursts).
+constexpr std::chrono::milliseconds kReloadDebounce{500};
+
+std::string syncerText(const Syncer& s) {
+  return fmt::format("syncer_pid={} syncer_tid={} syncer_comm={} syncer_cgroup={} syscall={}",
+                     s.pid, s.tid, logQuote(s.comm), logQuote(s.cgroup.display()),
+                     syncSyscallName(s.syscall));
+}
+
+int64_t usecOf(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+Daemon::Daemon(const Options& options, Config config)
+    : options_(options), config_(std::move(config)), metrics_(options.runDir, kMetricsInterval) {
+  settings_ = effectiveSettings(config_);
+  rebuildPolicy();
+}
+
+Daemon::~Daemon() {
+  if (inotifyFd_ >= 0) ::close(inotifyFd_);
+}
+
+GlobalSettings Daemon::effectiveSettings(const Config& c) const {
+  GlobalSettings s = c.global;
+  if (options_.detector) s.detector = *options_.detector;
+  if (options_.dryRun) s.dryRun = true;
+  return s;
+}
+
+void Daemon::rebuildPolicy() {
+  PolicyLayers layers;
+  layers.defaults = builtinPolicyDefaults();
+  layers.yaml = config_.cgroups;
+  policyCache_.reset();
+  resolver_ = std::make_unique<PolicyResolver>(layers);
+  policyCache_ = std::make_unique<PolicyCache>(*resolver_);
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::create(const Options& options, Config config) {
+  std::unique_ptr<Daemon> d(new Daemon(options, std::move(config)));
+  if (::mkdir(options.runDir.c_str(), 0755) != 0 && errno != EEXIST)
+    return makeError("cannot create the run directory " + options.runDir + ": " + strerror(errno),
+                     errno);
+  SenseRoots roots;
+  roots.cgroup = options.cgroupRoot;
+  roots.proc = options.procRoot;
+  roots.sys = options.sysRoot;
+  roots.tracefs = options.tracefsRoot;
+  auto sensors = Sensors::open(roots, d->settings_);
+  if (!sensors)
+    return makeError("cannot start sensing: " + sensors.error().message, sensors.error().code);
+  d->sensors_ = std::move(sensors.value());
+  d->ioMax_ = makeCgroupFsIoMax(d->sensors_->cgroupFs());
+  d->journal_ = std::make_unique<Journal>(options.runDir);
+  d->executor_ = std::make_unique<BoostExecutor>(*d->ioMax_, *d->journal_, d->settings_.dryRun);
+  auto loop = EventLoop::create();
+  if (!loop) return loop.error();
+  d->loop_ = std::move(loop.value());
+  return d;
+}
+
+std::string Daemon::statusLine() const {
+  size_t n = executor_ ? executor_->activeCount() : 0;
+  return fmt::format("{} detector{}, {} cgroups watched, {} boost{} active",
+                     sensors_ ? detectorKindName(sensors_->detectorKind()) : "no",
+                     settings_.dryRun ? " (dry run)" : "", cgroupsWatched_, n, n == 1 ? "" : "s");
+}
+
+void Daemon::updateStatus() {
+  std::string s = statusLine();
+  if (s == lastStatus_) return;
+  lastStatus_ = s;
+  notifier_.status(s);
+}
+
+Status Daemon::setupSources() {
+  auto sig = loop_->addSignals({SIGTERM, SIGINT, SIGHUP},
+                               [this](const signalfd_siginfo& si) { onSignal(si); });
+  if (!sig) return sig.error();
+  auto tick =
+      loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this] { this->tick(); });
+  if (!tick) return tick.error();
+  tickTimer_ = tick.value();
+  auto deadline = loop_->addTimer(std::chrono::hours(24 * 365), std::chrono::nanoseconds(0),
+                                  [this] { this->tick(); });
+  if (!deadline) return deadline.error();
+  deadlineTimer_ = deadline.value();
+  (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+  if (sensors_->fd() >= 0) {
+    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [this](uint32_t) {
+      sensors_->onReadable();
+      // A sync entered or left: plan now rather than at the next poll tick.
+      if (sensors_->detector().changed()) this->tick();
+    });
+    if (!io) return io.error();
+  }
+  if (auto wd = notifier_.watchdogPingInterval()) {
+    notifier_.watchdog();
+    auto t = loop_->addTimer(*wd, *wd, [this] { notifier_.watchdog(); });
+    if (!t) return t.error();
+    spdlog::info("systemd watchdog: pinging every {} ms", wd->count() / 1000);
+  }
+  watchConfigDirs();
+  return Ok{};
+}
+
+void Daemon::watchConfigDirs() {
+  // --config names a directory (cxiosync.yaml + cxiosync.d/) or one file: watch the
+  // directory that holds what we read.
+  struct stat st {};
+  std::string dir = options_.configPath;
+  if (::stat(dir.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    auto slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, std::max<size_t>(slash, 1));
+  }
+  inotifyFd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotifyFd_ < 0) {
+    spdlog::warn("inotify unavailable ({}); config changes need SIGHUP", strerror(errno));
+    return;
+  }
+  const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE;
+  int watches = 0;
+  for (const std::string& d : {dir, dir + "/" + std::string(kConfigDropInDir)})
+    if (::inotify_add_watch(inotifyFd_, d.c_str(), mask) >= 0) ++watches;
+  if (watches == 0) {
+    ::close(inotifyFd_);
+    inotifyFd_ = -1;
+    return;
+  }
+  auto io = loop_->addIo(inotifyFd_, EPOLLIN, [this](uint32_t) { onInotify(); });
+  if (!io) return;
+  auto t = loop_->addTimer(std::chrono::hours(1), std::chrono::nanoseconds(0),
+                           [this] { reload("configuration files changed"); });
+  if (t) {
+    reloadTimer_ = t.value();
+    (void)loop_->setTimer(reloadTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+  }
+}
+
+void Daemon::onInotify() {
+  alignas(inotify_event) char buf[4096];
+  bool relevant = false;
+  for (;;) {
+    ssize_t n = ::read(inotifyFd_, buf, sizeof buf);
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(buf + off);
+      std::string name = ev->len ? ev->name : "";
+      // Editor temporaries and dot files do not count; the drop-in dir itself does.
+      if (name.empty() || name == kConfigDropInDir ||
+          (name[0] != '.' && name.size() > 5 && name.substr(name.size() - 5) == ".yaml"))
+        relevant = true;
+      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+    }
+  }
+  if (relevant && reloadTimer_)
+    (void)loop_->setTimer(reloadTimer_, kReloadDebounce, std::chrono::nanoseconds(0));
+}
+
+int Daemon::run() {
+  const TimePoint now = Clock::now();
+  auto summary = executor_->recover(now);
+  if (!summary) return kExitFailure;
+  if (summary->restored || summary->keptChanged || summary->gone || summary->failed)
+    spdlog::info(
+        "recovery: {} restored, {} kept (changed by others), {} dropped (cgroup gone), "
+        "{} failed (kept for retry)",
+        summary->restored, summary->keptChanged, summary->gone, summary->failed);
+  if (auto st = setupSources(); !st) {
+    spdlog::critical("cannot set up the event loop: {}", st.error().message);
+    executor_->restoreAll(EndReason::Shutdown, Clock::now());
+    return kExitFailure;
+  }
+  spdlog::info("cxiosyncd ready: detector {} ({}), poll every {} ms, lift_on_shutdown={}{}",
+               detectorKindName(sensors_->detectorKind()), sensors_->detectorReason(),
+               settings_.pollInterval.count(), settings_.liftOnShutdown ? "yes" : "no",
+               settings_.dryRun ? ", DRY RUN: io.max is never written" : "");
+  tick();
+  lastStatus_ = statusLine();
+  notifier_.ready(lastStatus_);
+  auto rc = loop_->run();
+  if (!rc) {
+    spdlog::critical("event loop failed: {}", rc.error().message);
+    stop();
+    return kExitFailure;
+  }
+  return rc.value();
+}
+
+void Daemon::tick() {
+  if (stopping_) return;
+  const TimePoint now = Clock::now();
+  auto snap = sensors_->tick(now);
+  if (!snap) {
+    if (snap.error().message != lastSnapshotError_) {
+      spdlog::error("cannot take a snapshot: {}", snap.error().message);
+      lastSnapshotError_ = snap.error().message;
+    }
+    return;
+  }
+  if (!lastSnapshotError_.empty()) {
+    spdlog::info("snapshots work again");
+    lastSnapshotError_.clear();
+  }
+  const Snapshot& s = snap.value();
+  cgroupsWatched_ = s.cgroups.size();
+  // Syncs seen, counted once per sync call.
+  std::set<std::pair<int64_t, int64_t>> current;
+  for (const auto& sy : s.syncers) {
+    std::pair<int64_t, int64_t> key{sy.tid, usecOf(sy.since)};
+    current.insert(key);
+    if (!knownSyncers_.count(key)) {
+      ++syncsSeen_[syncSyscallName(sy.syscall)];
+      spdlog::debug("syncer seen: {}", syncerText(sy));
+    }
+  }
+  knownSyncers_ = std::move(current);
+
+  PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
+  PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
+  execute(plan, now);
+  armDeadline(plan.nextWakeup, now);
+
+  // Dirty/writeback of cgroups under a finite write limit (own or inherited).
+  limitedBytes_.clear();
+  for (const auto& [path, cg] : s.cgroups) {
+    bool limited = false;
+    for (const auto& a : path.ancestorsAndSelf()) {
+      auto it = s.cgroups.find(a);
+      if (it == s.cgroups.end()) continue;
+      for (const auto& e : it->second.ioMax) limited = limited || limitsWrites(e);
+    }
+    if (limited) limitedBytes_.push_back({path.display(), cg.fileDirty, cg.fileWriteback});
+  }
+  writeMetrics(now, false);
+  updateStatus();
+}
+
+void Daemon::armDeadline(std::optional<TimePoint> at, TimePoint now) {
+  if (!at) {
+    (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+    return;
+  }
+  auto delay = *at - now;
+  if (delay < std::chrono::milliseconds(1)) delay = std::chrono::milliseconds(1);
+  (void)loop_->setTimer(deadlineTimer_, std::chrono::duration_cast<std::chrono::nanoseconds>(delay),
+                        std::chrono::nanoseconds(0));
+}
+
+void Daemon::execute(const PlanResult& plan, TimePoint now) {
+  // The planner orders them: restores, updates, starts, refusals.
+  for (const Decision& d : plan.decisions) {
+    if (const auto* r = std::get_if<RestoreBoost>(&d)) {
+      (void)executor_->restore(*r, now);
+    } else if (const auto* u = std::get_if<UpdateBoost>(&d)) {
+      executor_->update(*u);
+    } else if (const auto* st = std::get_if<StartBoost>(&d)) {
+      auto key = std::make_pair(st->cgroup, st->device);
+      auto backoff = startBackoff_.find(key);
+      if (backoff != startBackoff_.end()) {
+        if (now < backoff->second) continue;
+        startBackoff_.erase(backoff);
+      }
+      auto res = executor_->start(*st, now, st->shutdownLift);
+      if (!res && res.error().code != EALREADY && res.error().code != EEXIST)
+        startBackoff_[key] = now + kStartRetry;
+    } else if (const auto* f = std::get_if<Refuse>(&d)) {
+      logRefusal(*f);
+    }
+  }
+}
+
+void Daemon::logRefusal(const Refuse& r) {
+  ++refusals_[refuseReasonName(r.why)];
+  const std::string holder = r.cgroup.display();
+  if (r.why == RefuseReason::DryRun) {
+    spdlog::info(
+        "dry-run: would boost {} on {} for {}[{}] in {} ({}); {}  action=dry-run-boost "
+        "cgroup={} dirtier={} device={} {} reason={}",
+        holder, r.device.str(), r.syncer.comm, r.syncer.tid, r.syncer.cgroup.display(),
+        syncSyscallName(r.syncer.syscall), r.detail, logQuote(holder),
+        logQuote(r.dirtier.display()), r.device.str(), syncerText(r.syncer), logQuote(r.detail));
+    return;
+  }
+  spdlog::info(
+      "not boosting {} on {} for {}[{}] in {} ({}): {}; {}  action=refuse cgroup={} "
+      "dirtier={} device={} {} refusal={} reason={}",
+      holder, r.device.str(), r.syncer.comm, r.syncer.tid, r.syncer.cgroup.display(),
+      syncSyscallName(r.syncer.syscall), refuseReasonName(r.why), r.detail, logQuote(holder),
+      logQuote(r.dirtier.display()), r.device.str(), syncerText(r.syncer), refuseReasonName(r.why),
+      logQuote(r.detail));
+}
+
+void Daemon::writeMetrics(TimePoint now, bool force) {
+  if (!force && !metrics_.due(now)) return;
+  MetricsSnapshot m;
+  m.detector = detectorKindName(sensors_->detectorKind());
+  const auto& st = executor_->stats();
+  m.boostsBySyscall = st.boostsBySyscall;
+  m.boostEndsByReason = st.endsByReason;
+  m.refusalsByReason = refusals_;
+  m.syncsBySyscall = syncsSeen_;
+  m.boostSecondsTotal = st.boostSecondsTotal + executor_->activeBoostSeconds(now);
+  m.activeBoosts = executor_->activeCount();
+  m.keptChanged = st.keptChanged;
+  m.errors = st.failures;
+  m.cgroupsWatched = cgroupsWatched_;
+  m.limitedCgroups = limitedBytes_;
+  if (auto w = metrics_.write(formatMetrics(m), now); !w)
+    spdlog::debug("cannot write metrics: {}", w.error().message);
+}
+
+void Daemon::onSignal(const signalfd_siginfo& si) {
+  if (si.ssi_signo == SIGHUP) {
+    reload("SIGHUP");
+    return;
+  }
+  spdlog::info("received {}, stopping", strsignal(static_cast<int>(si.ssi_signo)));
+  stop();
+  loop_->exit(kExitOk);
+}
+
+void Daemon::reload(const char* why) {
+  notifier_.reloading("reloading configuration");
+  spdlog::info("reloading configuration ({})", why);
+  auto cfg = checkConfigPath(options_.configPath);
+  if (!cfg) {
+    spdlog::error("configuration not reloaded, keeping the previous one: {}", cfg.error().message);
+    notifier_.ready(statusLine() + "; last reload failed: " + cfg.error().message);
+    lastStatus_.clear();
+    return;
+  }
+  GlobalSettings next = effectiveSettings(cfg.value());
+  if (next.detector != settings_.detector || next.watchFsync != settings_.watchFsync ||
+      next.minDirtyBytes != settings_.minDirtyBytes)
+    spdlog::warn(
+        "detector, watch_fsync and min_dirty_bytes changes take effect at the next "
+        "daemon restart");
+  next.detector = settings_.detector;
+  next.watchFsync = settings_.watchFsync;
+  next.minDirtyBytes = settings_.minDirtyBytes;
+  if (next.pollInterval != settings_.pollInterval)
+    (void)loop_->setTimer(tickTimer_, next.pollInterval, next.pollInterval);
+  if (next.dryRun != settings_.dryRun) executor_->setDryRun(next.dryRun);
+  config_ = std::move(cfg.value());
+  settings_ = next;
+  rebuildPolicy();
+  spdlog::info("configuration reloaded from {} file(s)", config_.files.size());
+  lastStatus_ = statusLine();
+  notifier_.ready(lastStatus_);
+  tick();
+}
+
+void Daemon::stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  notifier_.stopping("stopping");
+  const TimePoint now = Clock::now();
+  const bool goingDown =
+      settings_.liftOnShutdown && !settings_.dryRun && systemShuttingDown(options_.assumeShutdown);
+  if (goingDown) {
+    spdlog::info(
+        "the system is shutting down: lifting every boostable write limit so the final "
+        "sync is not throttled (lift_on_shutdown)");
+    auto snap = sensors_->tick(now);
+    if (snap) {
+      PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
+      PlanResult plan = planner_.step(snap.value(), executor_->active(), lookup, settings_, true);
+      for (const Decision& d : plan.decisions)
+        if (const auto* st = std::get_if<StartBoost>(&d)) (void)executor_->start(*st, now, true);
+      // Boosts already in force stay lifted too: restoring them now would only slow the
+      // final sync. Their records stay in the journal (a tmpfs, gone after the reboot).
+      spdlog::info("shutdown: {} limit(s) lifted or left lifted", executor_->activeCount());
+      writeMetrics(now, true);
+      return;
+    }
+    spdlog::error("cannot take a snapshot for the shutdown lift ({}); restoring instead",
+                  snap.error().message);
+  }
+  size_t left = executor_->restoreAll(EndReason::Shutdown, now);
+  if (left)
+    spdlog::error("{} boost(s) could not be restored; they stay in {} for the next start", left,
+                  journal_->path());
+  writeMetrics(now, true);
+}
+
+}  // namespace cxiosync

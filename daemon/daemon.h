@@ -1,0 +1,99 @@
+#pragma once
+// The daemon core: wires sensing -> planner -> executor on one event loop, and talks to
+// systemd. Lifecycle:
+//
+//   create()   config, run dir, sensors (cgroupfs, detector), journal, executor
+//   run()      recover journaled boosts -> event sources -> READY=1 -> loop
+//              each tick: snapshot -> Planner::step -> restores, updates, starts, refusals
+//              SIGHUP / config change: RELOADING=1, reload (a bad config keeps the old one),
+//              READY=1.  SIGTERM/SIGINT: STOPPING=1, then restore every boost — or, with
+//              lift_on_shutdown while the system is going down, lift every boostable limit.
+//
+// Extension point for the D-Bus layer: loop() gives the EventLoop (add the sd-bus fd with a
+// prepare hook, see event_loop.h); executor()/planner state are read on the loop thread only.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "daemon/boost_executor.h"
+#include "daemon/event_loop.h"
+#include "daemon/journal.h"
+#include "daemon/metrics.h"
+#include "daemon/notify.h"
+#include "daemon/options.h"
+#include "daemon/snapshot_builder.h"
+#include "policy/config/resolver.h"
+#include "policy/config/yaml_config.h"
+#include "policy/planner/planner.h"
+
+namespace cxiosync {
+
+class Daemon {
+ public:
+  // Loads nothing from disk except through `config` (already loaded by main).
+  static Result<std::unique_ptr<Daemon>> create(const Options& options, Config config);
+  ~Daemon();
+
+  // Recovery, READY=1, loop. Returns the process exit code.
+  int run();
+
+  EventLoop& loop() { return *loop_; }
+  BoostExecutor& executor() { return *executor_; }
+  const GlobalSettings& settings() const { return settings_; }
+  std::string statusLine() const;
+
+  // One planning step now (also used by tests).
+  void tick();
+
+ private:
+  Daemon(const Options& options, Config config);
+  Status setupSources();
+  void execute(const PlanResult& plan, TimePoint now);
+  void logRefusal(const Refuse& r);
+  void onSignal(const signalfd_siginfo& si);
+  void reload(const char* why);
+  void stop();
+  void updateStatus();
+  void writeMetrics(TimePoint now, bool force);
+  void armDeadline(std::optional<TimePoint> at, TimePoint now);
+  void watchConfigDirs();
+  void onInotify();
+  GlobalSettings effectiveSettings(const Config& c) const;
+  void rebuildPolicy();
+
+  Options options_;
+  Config config_;
+  GlobalSettings settings_;
+  std::unique_ptr<PolicyResolver> resolver_;
+  std::unique_ptr<PolicyCache> policyCache_;
+  std::unique_ptr<Sensors> sensors_;
+  std::unique_ptr<IoMaxAccess> ioMax_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<BoostExecutor> executor_;
+  std::unique_ptr<EventLoop> loop_;
+  Planner planner_;
+  Notifier notifier_;
+  MetricsFile metrics_;
+
+  EventLoop::SourceId tickTimer_ = 0;
+  EventLoop::SourceId deadlineTimer_ = 0;
+  EventLoop::SourceId reloadTimer_ = 0;
+  int inotifyFd_ = -1;
+
+  // Metrics and log state.
+  std::map<std::string, uint64_t> refusals_;
+  std::map<std::string, uint64_t> syncsSeen_;
+  std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
+  std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
+  size_t cgroupsWatched_ = 0;
+  std::string lastStatus_;
+  std::string lastSnapshotError_;
+  // Failed starts are not retried on every tick: (cgroup, device) -> retry after.
+  std::map<std::pair<CgroupPath, DevNum>, TimePoint> startBackoff_;
+  bool stopping_ = false;
+};
+
+}  // namespace cxiosync
