@@ -2,7 +2,8 @@
 // machine itself (no D-Bus). The operator CLI is `cxiosyncctl loop ...` over D-Bus.
 //
 //   cxiosync-loop [GLOBAL] add FILE [--read-only] [--offset N] [--size N] [--block-size N]
-//                 [--direct-io=auto|on|off] [--autoclear] [--partscan] [-- CMD ARGS...]
+//                 [--direct-io=auto|on|off] [--autoclear] [--partscan] [--fd-read-only]
+//                 [-- CMD ARGS...]
 //   cxiosync-loop [GLOBAL] list [--all]
 //   cxiosync-loop [GLOBAL] show DEV
 //   cxiosync-loop [GLOBAL] set DEV [--direct-io=on|off] [--block-size N] [--capacity]
@@ -42,7 +43,8 @@ struct Global {
       "usage: cxiosync-loop [--json] [--sys-root DIR] [--dev-root DIR] [--run-dir DIR]\n"
       "                     [--as-uid N] COMMAND ...\n"
       "  add FILE [--read-only] [--offset N] [--size N] [--block-size N]\n"
-      "           [--direct-io=auto|on|off] [--autoclear] [--partscan] [-- CMD ARGS...]\n"
+      "           [--direct-io=auto|on|off] [--autoclear] [--partscan] [--fd-read-only]\n"
+      "           [-- CMD ARGS...]\n"
       "      With --autoclear the device lives only while something holds it: give a command\n"
       "      ({} in it and $CXIOSYNC_LOOP_DEV name the device); it runs with the device open.\n"
       "  list [--all]            devices set up by cxiosync (--all: also foreign ones)\n"
@@ -210,6 +212,7 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
   LoopOptions o;
   std::string file;
   std::vector<std::string> cmd;
+  bool fdReadOnly = false;  // test aid: open the file read-only without asking for --read-only
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto val = [&](const std::string& name) -> std::string {
@@ -228,6 +231,8 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
       o.readOnly = true;
     } else if (a == "--autoclear") {
       o.autoclear = true;
+    } else if (a == "--fd-read-only") {
+      fdReadOnly = true;
     } else if (a == "--partscan" || a == "-P") {
       o.partscan = true;
     } else if (is("--offset") || a == "-o") {
@@ -267,7 +272,7 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
   }
   // Open the backing file the way losetup does: read-write unless asked otherwise, read-only
   // when the file or filesystem does not allow writing.
-  int fd = ::open(file.c_str(), (o.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  int fd = ::open(file.c_str(), (o.readOnly || fdReadOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   if (fd < 0 && !o.readOnly && (errno == EROFS || errno == EACCES || errno == EPERM))
     fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
