@@ -1,4 +1,6 @@
 // cxiosyncd: thin main. Flags -> logging -> config -> Daemon::run().
+#include <signal.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -39,6 +41,16 @@ int main(int argc, char** argv) {
                 cfg->files.empty() ? ", built-in defaults" : "");
     for (const auto& f : cfg->files) std::printf("  %s\n", f.c_str());
     return kExitOk;
+  }
+
+  if (!o.observe) {
+    // Block the signals the event loop reads from a signalfd before any thread exists (the
+    // async logger's thread inherits the mask; otherwise SIGTERM could land there and kill
+    // the process without the restore-all).
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
   }
 
   LogSetup ls;
