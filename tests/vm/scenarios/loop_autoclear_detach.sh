@@ -1,7 +1,7 @@
 # Autoclear (the device lives while something holds it), plain detach, lazy detach of a
 # mounted device (autoclear set, reported, gone after umount), ownership rules.
 . "$CXVM_LIB"
-. "$CXVM_DIR/scenarios/loop_lib.sh"
+. "$CXVM_DIR/scenarios/loop_lib.inc"
 cxl_no_leaks
 img=$CXVM_SCRATCH_MNT/fs.img
 truncate -s 64M "$img"

@@ -1,7 +1,7 @@
 # Backing file on tmpfs (no direct I/O on Linux 6.1): direct_io=on fails and leaves nothing;
 # auto falls back to buffered and says why (reply, show, list); off is quietly buffered.
 . "$CXVM_LIB"
-. "$CXVM_DIR/scenarios/loop_lib.sh"
+. "$CXVM_DIR/scenarios/loop_lib.inc"
 cxl_no_leaks
 img=/dev/shm/tmpfs.img
 truncate -s 32M "$img"

@@ -1,7 +1,7 @@
 # Loop setup with each option on an ext4 backing file; effective direct I/O read back; a
 # read-only fd gives a read-only device; detach; no leaks.
 . "$CXVM_LIB"
-. "$CXVM_DIR/scenarios/loop_lib.sh"
+. "$CXVM_DIR/scenarios/loop_lib.inc"
 cxl_no_leaks
 img=$CXVM_SCRATCH_MNT/disk.img
 truncate -s 64M "$img"

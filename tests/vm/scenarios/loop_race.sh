@@ -1,7 +1,7 @@
 # Races with a concurrent `losetup -f`: both sides get devices, none fails, cxiosync never
 # clears a device the other side won, nothing leaks.
 . "$CXVM_LIB"
-. "$CXVM_DIR/scenarios/loop_lib.sh"
+. "$CXVM_DIR/scenarios/loop_lib.inc"
 cxl_no_leaks
 a=$CXVM_SCRATCH_MNT/a.img b=$CXVM_SCRATCH_MNT/b.img
 truncate -s 16M "$a" "$b"
