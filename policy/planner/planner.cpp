@@ -27,13 +27,6 @@ Knobs knobsOf(const EffectivePolicy& p) {
                p.maxBoost.value, p.boostBudget.value};
 }
 
-// `anc` is `p` or one of its ancestors (both relative, normalized).
-bool ancestorOrSelf(std::string_view anc, std::string_view p) {
-  if (anc.empty()) return true;
-  if (p.size() < anc.size() || p.compare(0, anc.size(), anc) != 0) return false;
-  return p.size() == anc.size() || p[anc.size()] == '/';
-}
-
 // Calls f(prefix) for the root, every ancestor and `rel` itself, root first.
 template <class F>
 void forEachAncestorOrSelf(std::string_view rel, F&& f) {
@@ -181,6 +174,8 @@ struct Planner::Scratch {
     std::vector<std::pair<DevNum, IoLimits>> effCache;  // own effective write limit per device
     std::unordered_set<uint64_t>* reported = nullptr;
     bool isolationOffSaid = false;
+    std::vector<uint32_t> ancestors;  // indices of its cgroup and ancestors present in `cgs`
+    uint32_t servedStamp = 0;         // == current pair stamp: already served by that boost
   };
   struct WaitRef {
     uint32_t lim;
@@ -203,12 +198,14 @@ struct Planner::Scratch {
   std::vector<uint32_t> heuristicSyncers;
   std::vector<std::pair<int64_t, uint32_t>> byTid;
   std::vector<std::pair<uint64_t, uint32_t>> byInode;
+  bool inodesFresh = false;
   std::vector<WaitRef> waits;
   std::vector<Wanter> wanters;
-  std::vector<int64_t> served, recorded;
-  std::vector<std::optional<Knobs>> holderPol;
-  std::vector<std::pair<uint32_t, SyncerId>> spentIdx;  // (lim, syncer id), sorted
-  std::vector<const CgroupPath*> activeHolders;
+  std::vector<int64_t> served;
+  std::vector<int32_t> holderPol;  // index into `knobs`, -1: not looked up yet
+  std::vector<Knobs> knobs;
+  std::vector<std::pair<uint32_t, SyncerId>> spentIdx;        // (lim, syncer id), sorted
+  std::vector<std::pair<uint32_t, TimePoint>> activeHolders;  // (cg, earliest start)
   std::vector<SyncerId> present;
   std::vector<Decision> out;
 
@@ -317,63 +314,82 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
   }
 
   // Policy of a holder, once per step.
-  s.holderPol.assign(nCg, std::nullopt);
+  s.holderPol.assign(nCg, -1);
+  s.knobs.clear();
   auto holderKnobs = [&](uint32_t cg) -> const Knobs& {
-    auto& slot = s.holderPol[cg];
-    if (!slot) slot = knobsOf(policy(s.path(cg)));
-    return *slot;
+    int32_t& slot = s.holderPol[cg];
+    if (slot < 0) {
+      slot = int32_t(s.knobs.size());
+      s.knobs.push_back(knobsOf(policy(s.path(cg))));
+    }
+    return s.knobs[size_t(slot)];
   };
   auto holderHash = [&](Scratch::Lim& L) {
     if (!L.holderHash) L.holderHash = mix(std::hash<std::string>()(s.path(L.cg).relative())) | 1;
     return L.holderHash;
   };
 
-  // 3. Budget accounting from what is actually in force.
+  // 3. Budget accounting from what is actually in force. Both lists are in path order:
+  // merge them instead of looking paths up.
   s.activeHolders.clear();
-  for (const ActiveBoost& b : active) {
-    if (!b.shutdownLift) s.activeHolders.push_back(&b.cgroup);
-  }
-  std::sort(s.activeHolders.begin(), s.activeHolders.end(),
-            [](const CgroupPath* a, const CgroupPath* b) { return *a < *b; });
-  for (const ActiveBoost& b : active) {
+  for (const auto& [key, idx] : s.activeByCg) {
+    const ActiveBoost& b = active[idx];
     if (b.shutdownLift) continue;
-    auto& u = state_.usage[b.cgroup];
-    if (!u.openSince) {
-      TimePoint begin = std::min(b.started, now);
-      if (!u.closed.empty()) begin = std::max(begin, u.closed.back().end);
-      u.openSince = begin;
-    } else if (b.started < *u.openSince) {
-      TimePoint begin = b.started;
-      if (!u.closed.empty()) begin = std::max(begin, u.closed.back().end);
-      u.openSince = std::min(*u.openSince, begin);
+    if (!s.activeHolders.empty() && s.activeHolders.back().first == key.first) {
+      s.activeHolders.back().second = std::min(s.activeHolders.back().second, b.started);
+    } else {
+      s.activeHolders.push_back({key.first, b.started});
     }
-    u.lastSeenActive = now;
   }
-  for (auto it = state_.usage.begin(); it != state_.usage.end();) {
-    auto& u = it->second;
-    bool activeNow =
-        std::binary_search(s.activeHolders.begin(), s.activeHolders.end(), &it->first,
-                           [](const CgroupPath* a, const CgroupPath* b) { return *a < *b; });
-    if (u.openSince && !activeNow) {
-      if (u.lastSeenActive > *u.openSince) u.closed.push_back({*u.openSince, u.lastSeenActive});
-      u.openSince.reset();
-    }
-    int32_t cg = s.findCg(it->first.relative());
-    if (cg < 0 && !u.openSince) {  // the cgroup is gone: its history goes with it
-      it = state_.usage.erase(it);
-      continue;
-    }
-    if (cg >= 0) {
-      const seconds window = holderKnobs(uint32_t(cg)).budget.window;
+  {
+    auto trim = [&](PlannerState::HolderUsage& u, uint32_t cg) {
+      const seconds window = holderKnobs(cg).budget.window;
       auto keepFrom =
           std::find_if(u.closed.begin(), u.closed.end(),
                        [&](const PlannerState::Interval& iv) { return iv.end > now - window; });
       u.closed.erase(u.closed.begin(), keepFrom);
-    }
-    if (!u.openSince && u.closed.empty()) {
-      it = state_.usage.erase(it);
-    } else {
-      ++it;
+    };
+    auto it = state_.usage.begin();
+    size_t k = 0;
+    while (it != state_.usage.end() || k < s.activeHolders.size()) {
+      int cmp = 0;
+      if (it == state_.usage.end()) {
+        cmp = 1;
+      } else if (k == s.activeHolders.size()) {
+        cmp = -1;
+      } else {
+        cmp = it->first.relative().compare(s.path(s.activeHolders[k].first).relative());
+      }
+      if (cmp > 0) {  // boosted, no history yet
+        const auto& [cg, started] = s.activeHolders[k++];
+        auto& u = state_.usage.emplace_hint(it, s.path(cg), PlannerState::HolderUsage{})->second;
+        u.openSince = std::min(started, now);
+        u.lastSeenActive = now;
+        continue;
+      }
+      auto& u = it->second;
+      if (cmp == 0) {  // boosted now
+        const auto& [cg, started] = s.activeHolders[k++];
+        TimePoint begin = std::min(started, now);
+        if (!u.closed.empty()) begin = std::max(begin, u.closed.back().end);
+        u.openSince = u.openSince ? std::min(*u.openSince, begin) : begin;
+        u.lastSeenActive = now;
+        trim(u, cg);
+        ++it;
+        continue;
+      }
+      // not boosted now: close the open interval at the last step that saw it in force
+      if (u.openSince) {
+        if (u.lastSeenActive > *u.openSince) u.closed.push_back({*u.openSince, u.lastSeenActive});
+        u.openSince.reset();
+      }
+      int32_t cg = s.findCg(it->first.relative());
+      if (cg >= 0) trim(u, uint32_t(cg));
+      if (cg < 0 || u.closed.empty()) {  // gone cgroups take their history with them
+        it = state_.usage.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
   auto budgetExhausted = [&](uint32_t cg, bool boostedNow) {
@@ -504,8 +520,18 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       s.syncers.resize(order.size());
       for (size_t i = 0; i < order.size(); ++i) {
         Scratch::SyncerInfo& si = s.syncers[i];
-        si = Scratch::SyncerInfo{};
+        si.devices.clear();  // keep capacities: steps stay allocation-poor
+        si.effCache.clear();
+        si.ancestors.clear();
+        si.reported = nullptr;
+        si.isolationOffSaid = false;
+        si.allDevices = true;
+        si.servedStamp = 0;
         si.s = order[i];
+        forEachAncestorOrSelf(order[i]->cgroup.relative(), [&](std::string_view p) {
+          int32_t c = s.findCg(p);
+          if (c >= 0) si.ancestors.push_back(uint32_t(c));
+        });
         si.id = SyncerId{order[i]->tid, order[i]->since};
         si.pol = knobsOf(policy(order[i]->cgroup));
         si.heuristic = order[i]->waitsOn.empty();
@@ -550,8 +576,9 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
     auto relevant = [](const Scratch::SyncerInfo& si, const DevNum& dev) {
       return si.allDevices || std::binary_search(si.devices.begin(), si.devices.end(), dev);
     };
+    // Holders are always in `cgs`, so "outside the holder's subtree" is an index test.
     auto foreignTo = [&](const Scratch::SyncerInfo& si, uint32_t holderCg) {
-      return !ancestorOrSelf(s.path(holderCg).relative(), si.s->cgroup.relative());
+      return std::find(si.ancestors.begin(), si.ancestors.end(), holderCg) == si.ancestors.end();
     };
 
     // 7. Dirtiers by the memory.stat heuristic (only needed for syncers without waitsOn).
@@ -578,15 +605,33 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
     bool anyWaits = false;
     for (const auto& si : s.syncers) anyWaits |= !si.heuristic;
     if (anyWaits) {
-      s.byInode.clear();
-      for (uint32_t c = 0; c < nCg; ++c) s.byInode.push_back({s.cgState(c).inode, c});
-      std::sort(s.byInode.begin(), s.byInode.end());
-      for (uint32_t i = 0; i < s.syncers.size(); ++i) {
-        for (const auto& [ino, bdi] : s.syncers[i].s->waitsOn) {
+      // Inode index, kept across steps and rebuilt only when a lookup finds it stale.
+      auto rebuildInodes = [&] {
+        s.byInode.clear();
+        for (uint32_t c = 0; c < nCg; ++c) s.byInode.push_back({s.cgState(c).inode, c});
+        std::sort(s.byInode.begin(), s.byInode.end());
+        s.inodesFresh = true;
+      };
+      s.inodesFresh = false;
+      if (s.byInode.size() != nCg) rebuildInodes();
+      auto cgByInode = [&](uint64_t ino) -> int32_t {
+        for (int attempt = 0; attempt < 2; ++attempt) {
           auto it = std::lower_bound(s.byInode.begin(), s.byInode.end(),
                                      std::pair<uint64_t, uint32_t>{ino, 0});
-          if (it == s.byInode.end() || it->first != ino) continue;  // not a cgroup we know
-          const uint32_t c = it->second;
+          if (it != s.byInode.end() && it->first == ino && it->second < nCg &&
+              s.cgState(it->second).inode == ino) {
+            return int32_t(it->second);
+          }
+          if (s.inodesFresh) return -1;
+          rebuildInodes();
+        }
+        return -1;
+      };
+      for (uint32_t i = 0; i < s.syncers.size(); ++i) {
+        for (const auto& [ino, bdi] : s.syncers[i].s->waitsOn) {
+          const int32_t found = cgByInode(ino);
+          if (found < 0) continue;  // not a cgroup we know
+          const uint32_t c = uint32_t(found);
           const CgroupState& st = s.cgState(c);
           const bool belowMin = st.fileDirty + st.fileWriteback < settings.minDirtyBytes;
           auto devs = snap.devices.below(bdi);
@@ -627,26 +672,44 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       // Members of an active boost stay while they are in their sync call and eligible.
       s.served.clear();
       bool memberIneligible = false;
+      bool membersChanged = false;
+      const uint32_t stamp = li + 1;
       if (b) {
-        for (int64_t tid : b->syncerTids) {
-          int32_t si = syncerByTid(tid);
-          if (si < 0) continue;
-          const auto& info = s.syncers[size_t(si)];
-          if (foreignTo(info, L.cg) && info.pol.isolation) {
+        // Recorded tids are sorted (we emit them sorted); merge-join with the syncers by tid.
+        const auto& rec = b->syncerTids;
+        const bool sorted = std::is_sorted(rec.begin(), rec.end());
+        size_t j = 0;
+        for (size_t k = 0; k < rec.size(); ++k) {
+          const int64_t tid = rec[k];
+          int32_t si = -1;
+          if (sorted) {
+            while (j < s.byTid.size() && s.byTid[j].first < tid) ++j;
+            if (j < s.byTid.size() && s.byTid[j].first == tid) si = int32_t(s.byTid[j].second);
+          } else {
+            si = syncerByTid(tid);
+          }
+          if (si < 0) {
+            membersChanged = true;  // left its sync call
+            continue;
+          }
+          auto& info = s.syncers[size_t(si)];
+          if (info.servedStamp == stamp) {
+            membersChanged = true;  // duplicate tid in the record
+          } else if (foreignTo(info, L.cg) && info.pol.isolation) {
+            info.servedStamp = stamp;
             s.served.push_back(tid);
           } else {
             memberIneligible = true;
+            membersChanged = true;
           }
         }
+        if (!sorted) membersChanged = true;
       }
-      auto isServed = [&](int64_t tid) {
-        return std::find(s.served.begin(), s.served.end(), tid) != s.served.end();
-      };
 
       s.wanters.clear();
       auto evaluate = [&](uint32_t sIdx, int32_t dirtier, bool belowMin) {
         Scratch::SyncerInfo& si = s.syncers[sIdx];
-        if (b && isServed(si.s->tid)) return;
+        if (b && si.servedStamp == stamp) return;
         const CgroupPath& dirtierPath = dirtier >= 0 ? s.path(uint32_t(dirtier)) : holder;
         auto say = [&](RefuseReason why, auto&& detail) {
           refuse(si.reported, si.id, fingerprint(holderHash(L), L.dev, why),
@@ -737,9 +800,12 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
         auto restore = [&](EndReason why) {
           s.out.push_back(RestoreBoost{b->cgroup, b->device, b->boosted, b->original, why});
         };
-        for (const auto& w : s.wanters) s.served.push_back(s.syncers[w.syncer].s->tid);
-        std::sort(s.served.begin(), s.served.end());
-        s.served.erase(std::unique(s.served.begin(), s.served.end()), s.served.end());
+        if (!s.wanters.empty()) {
+          membersChanged = true;
+          for (const auto& w : s.wanters) s.served.push_back(s.syncers[w.syncer].s->tid);
+          std::sort(s.served.begin(), s.served.end());
+          s.served.erase(std::unique(s.served.begin(), s.served.end()), s.served.end());
+        }
         auto endEpisode = [&](EndReason why) {
           restore(why);
           auto& ids = state_.spent[PlannerState::PairKey{holder, L.dev}];
@@ -755,10 +821,13 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
           endEpisode(EndReason::BudgetExhausted);
         } else {
           if (hk.maxBoost.count() > 0) wakeAt(b->started + hk.maxBoost);
-          s.recorded.assign(b->syncerTids.begin(), b->syncerTids.end());
-          std::sort(s.recorded.begin(), s.recorded.end());
-          s.recorded.erase(std::unique(s.recorded.begin(), s.recorded.end()), s.recorded.end());
-          if (s.recorded != s.served) s.out.push_back(UpdateBoost{b->cgroup, b->device, s.served});
+          if (membersChanged) {
+            std::sort(s.served.begin(), s.served.end());
+            s.served.erase(std::unique(s.served.begin(), s.served.end()), s.served.end());
+            if (s.served != b->syncerTids) {
+              s.out.push_back(UpdateBoost{b->cgroup, b->device, s.served});
+            }
+          }
         }
         continue;
       }
