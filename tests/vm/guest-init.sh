@@ -10,6 +10,9 @@ set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 
+# cxvm.debug on the kernel command line (vmrun.py --append cxvm.debug): trace this script.
+case " $(</proc/cmdline) " in *" cxvm.debug "*) PS4='+ $EPOCHREALTIME ' && set -x ;; esac
+
 poweroff_now() {
 	sync
 	echo o >/proc/sysrq-trigger
@@ -25,30 +28,44 @@ mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-mount -t configfs configfs /sys/kernel/config 2>/dev/null
 if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cxvm /run/cxvm; then
 	echo "cxvm stage2: FATAL: cannot mount the results share"
 	exit 1
 fi
 hostname cxvm
 ln -sf /proc/self/mounts /run/mtab 2>/dev/null
-modprobe -q virtio_blk
-modprobe -q ext4
-for _ in $(seq 50); do [ -b /dev/vda ] && break; sleep 0.1; done
+modprobe -q configfs && mount -t configfs configfs /sys/kernel/config 2>/dev/null
 
 . /run/cxvm/plan.sh
-export CXVM_SCRATCH_DEV=/dev/vda CXVM_SCRATCH_MNT=/mnt/scratch
-CXVM_SCRATCH_MAJMIN=$(cat /sys/block/vda/dev)
+export CXVM_SCRATCH_MNT=/mnt/scratch
 CXVM_KERNEL=$(uname -r)
-export CXVM_SCRATCH_MAJMIN CXVM_KERNEL
+export CXVM_KERNEL
 echo "$(cut -d' ' -f1 /proc/uptime)" >/run/cxvm/ready
 echo "cxvm: guest up (kernel $CXVM_KERNEL, uptime $(cut -d' ' -f1 /proc/uptime)s)"
 
+# The scratch disk (ext4, formatted by the host) whose virtio serial is $1.
+disk_by_serial() {
+	local b
+	for _ in $(seq 100); do
+		for b in /sys/block/vd*; do
+			[ "$(cat "$b/serial" 2>/dev/null)" = "$1" ] && echo "/dev/${b##*/}" && return 0
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
 # Leaves the machine as the next scenario expects it: no stray processes, mounts,
-# cgroups or trace instances; a freshly formatted scratch disk.
+# cgroups or trace instances.
 reset_guest() {
 	kill -KILL -1 2>/dev/null
-	sleep 0.2
+	sleep 0.1
+	# Lift every io.max first: leftover throttled dirty data must not slow the next one.
+	find /sys/fs/cgroup -mindepth 2 -name io.max | while read -r f; do
+		awk '{print $1 " rbps=max wbps=max riops=max wiops=max"}' "$f" | while read -r l; do
+			echo "$l" >"$f"
+		done
+	done
 	awk '$2 ~ "^/mnt/scratch" {print $2}' /proc/mounts | sort -r | while read -r m; do
 		umount -l "$m"
 	done
@@ -56,26 +73,26 @@ reset_guest() {
 		[ -d "$inst" ] && rmdir "$inst" 2>/dev/null
 	done
 	find /sys/fs/cgroup -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
-	echo 0 >/sys/kernel/tracing/tracing_on 2>/dev/null
-	echo 1 >/sys/kernel/tracing/tracing_on 2>/dev/null
 	echo >/sys/kernel/tracing/set_event 2>/dev/null
-	# Lazy init + noinit_itable: a fast mkfs and no background zeroing (ext4lazyinit) that would disturb timings.
-	mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$CXVM_SCRATCH_DEV" &&
-		mount -o noinit_itable "$CXVM_SCRATCH_DEV" "$CXVM_SCRATCH_MNT"
 }
 
 i=0
 while [ $i -lt ${#CXVM_PLAN[@]} ]; do
-	name=${CXVM_PLAN[$i]} script=${CXVM_PLAN[$((i + 1))]}
-	i=$((i + 2))
+	name=${CXVM_PLAN[$i]} script=${CXVM_PLAN[$((i + 1))]} serial=${CXVM_PLAN[$((i + 2))]}
+	i=$((i + 3))
 	out=/run/cxvm/$name
 	mkdir -p "$out"
-	if ! reset_guest; then
-		echo "cxvm: cannot prepare the scratch disk for $name"
+	[ $i -gt 3 ] && reset_guest
+	# noinit_itable: no background zeroing (ext4lazyinit) that would disturb timings.
+	if ! CXVM_SCRATCH_DEV=$(disk_by_serial "$serial") ||
+		! mount -o noinit_itable "$CXVM_SCRATCH_DEV" "$CXVM_SCRATCH_MNT"; then
+		echo "cxvm: cannot mount the scratch disk (serial $serial) for $name"
 		echo 125 >"$out/status.tmp" && mv "$out/status.tmp" "$out/status"
 		continue
 	fi
-	echo "cxvm: ===== scenario $name: start"
+	CXVM_SCRATCH_MAJMIN=$(cat "/sys/block/${CXVM_SCRATCH_DEV#/dev/}/dev")
+	export CXVM_SCRATCH_DEV CXVM_SCRATCH_MAJMIN
+	echo "cxvm: ===== scenario $name: start (scratch $CXVM_SCRATCH_DEV $CXVM_SCRATCH_MAJMIN)"
 	t0=${EPOCHREALTIME/./}
 	# Output goes to a guest tmpfs file that `tail` streams to the console: processes a
 	# scenario leaves behind cannot block anything; reset_guest kills them.
@@ -97,7 +114,6 @@ while [ $i -lt ${#CXVM_PLAN[@]} ]; do
 	echo "$(((t1 - t0) / 1000))" >"$out/elapsed_ms"
 	echo "$rc" >"$out/status.tmp" && mv "$out/status.tmp" "$out/status"
 done
-reset_guest >/dev/null 2>&1
-umount /mnt/scratch 2>/dev/null
+kill -KILL -1 2>/dev/null
 echo ok >/run/cxvm/done
 exit 0

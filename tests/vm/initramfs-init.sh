@@ -28,7 +28,8 @@ for arg in $(cat /proc/cmdline); do
 done
 [ -n "$stage2" ] || die "no cxvm.stage2= on the kernel command line"
 
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /lower ||
+echo "cxvm stage1: modules loaded"
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot /lower ||
 	die "mounting the host root over 9p failed"
 mount -t tmpfs -o mode=755 tmpfs /rw || die "tmpfs"
 mkdir -p /rw/upper /rw/work
@@ -39,4 +40,5 @@ mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work 
 mount --move /proc /newroot/proc
 mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
+echo "cxvm stage1: switch_root to $stage2"
 exec switch_root /newroot /bin/bash "$stage2"

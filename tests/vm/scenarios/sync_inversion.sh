@@ -1,0 +1,47 @@
+# The seed sync inversion, measured: a writer in cg1 dirties N MiB on the scratch disk,
+# then `sync` runs from cg2 (no limit). Repeated for each size and mode:
+#   unlimited  cg1 io.max wbps=max
+#   limited    cg1 io.max wbps=$CXVM_LIMIT_BPS on the scratch disk
+# Environment (vmrun.py --env): CXVM_SIZES_MIB (default "16"), CXVM_LIMIT_BPS (1048576),
+# CXVM_MODES (default "unlimited limited").
+# result.json: {"limit_bps", "sizes_mib", "modes", "runs": [{"mib", "mode", "sync_ms",
+#   "dirty_before_sync", "cg1_wbytes_delta", "io_max"}]}
+. "$CXVM_LIB"
+sizes=${CXVM_SIZES_MIB:-16}
+limit=${CXVM_LIMIT_BPS:-1048576}
+modes=${CXVM_MODES:-unlimited limited}
+mnt=$CXVM_SCRATCH_MNT
+
+cxvm_cgroup_setup
+cxvm_cg_create cg1 cg2
+cxvm_result limit_bps "$limit"
+cxvm_result_str scratch_majmin "$CXVM_SCRATCH_MAJMIN"
+cxvm_result sizes_mib "[$(echo $sizes | tr ' ' ',')]"
+cxvm_result modes "$(printf '%s\n' $modes | jq -R . | jq -sc .)"
+runs=()
+
+for mib in $sizes; do
+	for mode in $modes; do
+		case $mode in
+		unlimited) cxvm_io_max cg1 "wbps=max" ;;
+		limited) cxvm_io_max cg1 "wbps=$limit" ;;
+		# cxiosyncd) a later change starts the daemon here (limited + daemon running) ;;
+		*) cxvm_fail "unknown mode $mode" ;;
+		esac
+		iomax=$(cat /sys/fs/cgroup/cg1/io.max)
+		rm -f "$mnt"/dirty-*
+		cxvm_drop_caches
+		wb0=$(cxvm_iostat cg1 wbytes)
+		cxvm_dirty cg1 "$mnt/dirty-$mib-$mode" "$mib"
+		# memory.stat lags; wait until most of it shows as dirty, to measure a real sync.
+		cxvm_wait_dirty cg1 $((mib * 1024 * 1024 * 3 / 4)) 5 ||
+			cxvm_log "memory.stat of cg1 shows less than 3/4 of $mib MiB dirty after 5 s"
+		st=/sys/fs/cgroup/cg1/memory.stat
+		dirty=$(($(cxvm_kv $st file_dirty) + $(cxvm_kv $st file_writeback)))
+		cxvm_time_ms ms cxvm_cg_run cg2 sync || cxvm_fail "sync failed"
+		wb1=$(cxvm_iostat cg1 wbytes)
+		cxvm_log "$mib MiB dirty in cg1, $mode ($iomax): sync from cg2 took $ms ms; cg1 wrote $((wb1 - wb0)) bytes"
+		runs+=("{\"mib\":$mib,\"mode\":\"$mode\",\"sync_ms\":$ms,\"dirty_before_sync\":$dirty,\"cg1_wbytes_delta\":$((wb1 - wb0)),\"io_max\":\"$iomax\"}")
+		cxvm_result runs "[$(IFS=,; echo "${runs[*]}")]"
+	done
+done
