@@ -511,7 +511,10 @@ PollSpec BusServer::pollSpec() const {
       uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000u + ts.tv_nsec / 1000;
       if (data.timeout_usec <= now) {
         spec.timeoutMs = 0;
+        spec.timeoutUsec = 0;
       } else {
+        uint64_t us = data.timeout_usec - now;
+        spec.timeoutUsec = us > INT64_MAX ? INT64_MAX : static_cast<int64_t>(us);
         uint64_t ms = (data.timeout_usec - now + 999) / 1000;
         spec.timeoutMs = ms > INT32_MAX ? INT32_MAX : static_cast<int>(ms);
       }

@@ -2,12 +2,18 @@
 // BusServer: exports org.cxiosync1.Manager at /org/cxiosync1 on a bus connection, wrapping a
 // ManagerBackend, and is driven by the daemon's own single-threaded event loop.
 //
-// Wiring in the daemon (sketch):
+// Wiring in the daemon (daemon/event_loop.h):
 //   auto server = BusServer::create(backend, {.bus = BusTarget::system()});
 //   if (!server) { log server.error().message; exit }      // name taken, no bus, ...
-//   loop.addFd(server->fd(), ..., onReady = [&]{ server->process(); },
-//              prepare = [&]{ auto p = server->pollSpec(); rearm(p.events, p.timeoutMs); });
-//   backend.setEvents(server.get());   // ManagerEvents: signals
+//   loop.addIo(server->fd(), EPOLLIN,
+//       [&](uint32_t) { if (!server->process()) loop.exit(1); },
+//       [&]() -> EventLoop::Prepared {
+//         auto p = server->pollSpec();
+//         return {EventLoop::pollToEpoll(p.events),
+//                 p.timeoutUsec < 0 ? std::nullopt
+//                                   : std::optional(std::chrono::microseconds(p.timeoutUsec))};
+//       });
+//   daemon.setEvents(server.get());   // ManagerEvents: the daemon emits signals through it
 //
 // Threading: everything (create, process, the ManagerEvents calls, destruction) on one thread.
 // No sdbus-c++ types leak out of this header.
@@ -54,7 +60,8 @@ struct BusServerOptions {
 struct PollSpec {
   int fd = -1;
   uint32_t events = 0;
-  int timeoutMs = -1;
+  int timeoutMs = -1;        // relative, rounded up to ms; -1: none
+  int64_t timeoutUsec = -1;  // relative, in µs; -1: none
 };
 
 class BusServer final : public ManagerEvents {
