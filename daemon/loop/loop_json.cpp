@@ -39,6 +39,35 @@ std::string jsonEscape(std::string_view s) {
   return o;
 }
 
+std::string utf8Sanitize(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (ok && n == 2 && c < 0xC2) ok = false;  // overlong
+    if (ok && n == 3) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = false;  // overlong, surrogate
+    }
+    if (ok && n == 4) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xF0 && c1 < 0x90) || c > 0xF4 || (c == 0xF4 && c1 >= 0x90)) ok = false;
+    }
+    if (ok) {
+      o.append(s.substr(i, n));
+      i += n;
+    } else {
+      o.push_back('?');
+      ++i;
+    }
+  }
+  return o;
+}
+
 void JsonWriter::newline() {
   if (!pretty_) return;
   out_.push_back('\n');
@@ -89,7 +118,7 @@ JsonWriter& JsonWriter::endArray() {
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   beforeValue();
-  out_ += jsonEscape(k);
+  out_ += jsonEscape(utf8Sanitize(k));
   out_ += pretty_ ? ": " : ":";
   afterKey_ = true;
   return *this;
@@ -97,7 +126,7 @@ JsonWriter& JsonWriter::key(std::string_view k) {
 
 JsonWriter& JsonWriter::value(std::string_view v) {
   beforeValue();
-  out_ += jsonEscape(v);
+  out_ += jsonEscape(utf8Sanitize(v));
   return *this;
 }
 

@@ -38,4 +38,8 @@ class JsonWriter {
 
 std::string jsonEscape(std::string_view s);  // with the surrounding quotes
 
+// Replaces every byte that is not part of valid UTF-8 with '?' (file names are bytes; JSON
+// readers want UTF-8). For display fields only: identity is never kept in such a string.
+std::string utf8Sanitize(std::string_view s);
+
 }  // namespace cxiosync

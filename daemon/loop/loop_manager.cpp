@@ -413,7 +413,7 @@ Result<LoopDeviceInfo> LoopManager::setDirectIO(std::string_view dev, bool on, u
                                                 bool force) {
   auto t = mutable_(dev, callerUid, force);
   if (!t) return t.error();
-  auto fd = kernel_->openDevice(t->index, true, true);
+  auto fd = kernel_->openDevice(t->index, !t->info.kernel.readOnly, true);
   if (!fd) return fd.error();
   auto s = kernel_->setDirectIo(fd->get(), on);
   fd->reset();
@@ -447,7 +447,7 @@ Result<LoopDeviceInfo> LoopManager::setBlockSize(std::string_view dev, uint32_t 
   if (auto v = validateLoopOptions(probe); !v) return v.error();
   auto t = mutable_(dev, callerUid, force);
   if (!t) return t.error();
-  auto fd = kernel_->openDevice(t->index, true, true);
+  auto fd = kernel_->openDevice(t->index, !t->info.kernel.readOnly, true);
   if (!fd) return fd.error();
   auto s = kernel_->setBlockSize(fd->get(), size);
   fd->reset();

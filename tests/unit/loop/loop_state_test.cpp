@@ -1,5 +1,7 @@
 #include "daemon/loop/loop_state.h"
 
+#include "daemon/loop/loop_json.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -156,6 +158,34 @@ TEST(Reconcile, NewestDuplicateWins) {
   ASSERT_EQ(r.kept.size(), 1u);
   EXPECT_EQ(r.kept[0].uid, 2u);
   EXPECT_EQ(r.dropped.size(), 1u);
+}
+
+}  // namespace
+}  // namespace cxiosync
+
+namespace cxiosync {
+namespace {
+
+TEST(LoopJson, EscapesAndSanitizes) {
+  EXPECT_EQ(jsonEscape("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  EXPECT_EQ(utf8Sanitize("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(utf8Sanitize("bad\xff\xfe name"), "bad?? name");
+  EXPECT_EQ(utf8Sanitize("\xc3"), "?");            // truncated sequence
+  EXPECT_EQ(utf8Sanitize("\xc0\xaf"), "??");       // overlong '/'
+  EXPECT_EQ(utf8Sanitize("\xed\xa0\x80"), "???");  // surrogate
+  JsonWriter w(false);
+  w.beginObject().key("a").beginArray().value(1).value(true).null().endArray();
+  w.key("b").beginObject().endObject().endObject();
+  EXPECT_EQ(w.str(), "{\"a\":[1,true,null],\"b\":{}}");
+}
+
+TEST(LoopStateJson, NonUtf8BackingPathDoesNotBreakTheFile) {
+  LoopRecord r;
+  r.index = 1;
+  r.backingFile = "/srv/\xff\xfeimg";
+  auto back = loopRecordsFromJson(loopRecordsToJson({r}));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ((*back)[0].backingFile, "/srv/??img");
 }
 
 }  // namespace
