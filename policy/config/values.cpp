@@ -411,4 +411,26 @@ Status setPolicyKnob(PolicySettings& settings, std::string_view knob, std::strin
   return Ok{};
 }
 
+std::vector<KnobView> describePolicy(const EffectivePolicy& p) {
+  return {
+      {kKnobSyncIsolation, formatBoolean(p.syncIsolation.value), p.syncIsolation.source.describe()},
+      {kKnobBoost, formatBoostPermission(p.boost.value), p.boost.source.describe()},
+      {kKnobBoostCeiling, formatBoostCeiling(p.boostCeiling.value),
+       p.boostCeiling.source.describe()},
+      {kKnobMaxBoostSeconds, formatSeconds(p.maxBoost.value), p.maxBoost.source.describe()},
+      {kKnobBoostBudget, formatBoostBudget(p.boostBudget.value), p.boostBudget.source.describe()},
+  };
+}
+
+std::vector<KnobView> describeGlobals(const GlobalSettings& g, const GlobalSources& s) {
+  return {
+      {"detector", formatDetector(g.detector), s.detector.describe()},
+      {"poll_interval_ms", std::to_string(g.pollInterval.count()), s.pollInterval.describe()},
+      {"watch_fsync", formatBoolean(g.watchFsync), s.watchFsync.describe()},
+      {"min_dirty_bytes", std::to_string(g.minDirtyBytes), s.minDirtyBytes.describe()},
+      {"dry_run", formatBoolean(g.dryRun), s.dryRun.describe()},
+      {"lift_on_shutdown", formatBoolean(g.liftOnShutdown), s.liftOnShutdown.describe()},
+  };
+}
+
 }  // namespace cxiosync

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy/config/knobs.h"
 #include "policy/result.h"
@@ -88,5 +89,14 @@ inline constexpr std::string_view kKnobBoostBudget = "boost_budget";
 // Unknown knob names and bad values are errors; `settings` is unchanged on error.
 Status setPolicyKnob(PolicySettings& settings, std::string_view knob, std::string_view value,
                      const ValueSource& source);
+
+// For `show`: every knob as (name, canonical value text, source text), in a fixed order.
+struct KnobView {
+  std::string_view name;  // "sync_isolation", ..., or a global key ("detector", ...)
+  std::string value;      // canonical text, e.g. "on", "25% of 120s", "1048576"
+  std::string source;     // ValueSource::describe(): "default", "runtime", "file:line"
+};
+std::vector<KnobView> describePolicy(const EffectivePolicy& policy);
+std::vector<KnobView> describeGlobals(const GlobalSettings& settings, const GlobalSources& sources);
 
 }  // namespace cxiosync

@@ -170,6 +170,31 @@ TEST(Resolve, EndToEndFromYamlAndDropIns) {
   EXPECT_EQ(p.maxBoost.source.describe(), "/etc/cxiosync/cxiosync.yaml:4");
 }
 
+TEST(Describe, PolicyAndGlobalsForShow) {
+  auto l = withDefaults();
+  l.yaml[cg("/a")] = knob("boost_ceiling", "10M", ValueSource::yaml("c.yaml", 7));
+  PolicyResolver r(l);
+  auto v = describePolicy(r.resolve(cg("/a/b")));
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_EQ(v[0].name, "sync_isolation");
+  EXPECT_EQ(v[0].value, "on");
+  EXPECT_EQ(v[0].source, "default");
+  EXPECT_EQ(v[2].name, "boost_ceiling");
+  EXPECT_EQ(v[2].value, "10000000");
+  EXPECT_EQ(v[2].source, "c.yaml:7");
+  EXPECT_EQ(v[4].value, "25% of 120s");
+  auto config = parseConfig({{"x.yaml", "\n\nmin_dirty_bytes: 2M\n"}});
+  ASSERT_TRUE(config);
+  auto g = describeGlobals(config->global, config->globalSources);
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[3].name, "min_dirty_bytes");
+  EXPECT_EQ(g[3].value, "2097152");
+  EXPECT_EQ(g[3].source, "x.yaml:3");
+  EXPECT_EQ(g[0].value, "auto");
+  EXPECT_EQ(g[0].source, "default");
+  EXPECT_EQ(g[1].value, "100");
+}
+
 TEST(PolicyCacheTest, MemoizesAndMatchesResolve) {
   auto l = withDefaults();
   l.yaml[cg("/a")] = knob("boost", "deny", ValueSource::yaml("c.yaml", 1));
