@@ -28,14 +28,13 @@ for mib in $sizes; do
 		# cxiosyncd) a later change starts the daemon here (limited + daemon running) ;;
 		*) cxvm_fail "unknown mode $mode" ;;
 		esac
-		iomax=$(cat /sys/fs/cgroup/cg1/io.max)
+		iomax=$(</sys/fs/cgroup/cg1/io.max)
 		rm -f "$mnt"/dirty-*
 		cxvm_drop_caches
 		wb0=$(cxvm_iostat cg1 wbytes)
 		cxvm_dirty cg1 "$mnt/dirty-$mib-$mode" "$mib"
-		# memory.stat lags; wait until most of it shows as dirty, to measure a real sync.
-		cxvm_wait_dirty cg1 $((mib * 1024 * 1024 * 3 / 4)) 5 ||
-			cxvm_log "memory.stat of cg1 shows less than 3/4 of $mib MiB dirty after 5 s"
+		# dd returned: the data is dirty page cache owned by cg1. memory.stat lags (its
+		# rstat flush is rate limited), so dirty_before_sync may show less: informational.
 		st=/sys/fs/cgroup/cg1/memory.stat
 		dirty=$(($(cxvm_kv $st file_dirty) + $(cxvm_kv $st file_writeback)))
 		cxvm_time_ms ms cxvm_cg_run cg2 sync || cxvm_fail "sync failed"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The main job: shows the sync priority inversion on a real kernel.
+# Boots Debian's kernel under QEMU (tests/vm/vmrun.py) and prints how long `sync` takes
+# in an unthrottled cgroup while another cgroup holds N MiB of dirty page cache behind
+# io.max wbps=1MiB/s, against the same sync with no limit.
+#
+#   bash scripts/demo.sh            (DEMO_SIZES="8,16,32" by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$(pwd)
+
+bash scripts/install-deps.sh
+
+sizes=${DEMO_SIZES:-8,16,32}
+modes=unlimited,limited
+build=$src/build
+
+# What the demo needs built. Nothing yet: the columns so far use only the kernel.
+# The "with cxiosyncd" column: add cxiosyncd here and `cxiosyncd` to modes (the VM mode
+# itself lives in tests/vm/scenarios/sync_inversion.sh; the column title is in
+# tests/bench/sync_inversion).
+targets=()
+if [ ${#targets[@]} -gt 0 ]; then
+	echo "== building ${targets[*]}"
+	cmake --preset default >/dev/null
+	cmake --build --preset default --target "${targets[@]}"
+fi
+
+cat <<EOF
+
+== cxiosync demo: the sync inversion on a real kernel
+   Debian's $(ls /boot/vmlinuz-* | sed 's,.*/vmlinuz-,,' | sort -V | tail -1) kernel under QEMU, cgroup v2 with io + memory, ext4 on a virtio disk.
+   cg1: a writer dirties N MiB (dd, no fsync); cg1's io.max is none or wbps=1MiB/s.
+   cg2: no limit at all; runs \`sync\`. We time that sync.
+   (booting the VM; this takes about 2 minutes)
+EOF
+tests/bench/sync_inversion --sizes "$sizes" --modes "$modes" --build-dir "$build" \
+	--out "$build/demo/sync_inversion.json"
+cat <<EOF
+cg2 has no limit, yet its sync waits for cg1's dirty pages, written at cg1's 1 MiB/s:
+the sync takes about N seconds instead of a fraction of one. That is the inversion
+cxiosyncd removes by lifting cg1's limit only while a foreign sync waits.
+EOF

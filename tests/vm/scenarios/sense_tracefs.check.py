@@ -1,0 +1,9 @@
+#!/usr/bin/python3
+"""Host check for sense_tracefs: see sense_check.py."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sense_check  # noqa: E402
+
+sys.exit(sense_check.main(sys.argv[1]))

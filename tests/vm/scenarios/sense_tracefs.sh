@@ -1,0 +1,3 @@
+# Issue 4 proofs with the tracefs detector. Assertions: sense_tracefs.check.py.
+SENSE_BACKEND=tracefs
+. "$CXVM_DIR/scenarios/sense_detect.inc"
