@@ -502,6 +502,11 @@ Result<LoopDeviceInfo> LoopManager::setAutoclear(std::string_view dev, bool on, 
       (void)updateRecords([&](std::vector<LoopRecord>& recs) {
         std::erase_if(recs, [&](const LoopRecord& r) { return r.index == t->index; });
       });
+      // Nobody else held it: the kernel detached it at once. Report that, not an error.
+      LoopDeviceInfo gone = t->info;
+      gone.kernel.bound = false;
+      gone.kernel.autoclear = true;
+      return gone;
     }
     return after;
   }

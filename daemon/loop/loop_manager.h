@@ -100,6 +100,8 @@ class LoopManager {
                                       bool force = false);
   // Re-reads the backing file's size (after the file grew or shrank).
   Result<LoopDeviceInfo> setCapacity(std::string_view dev, uint32_t callerUid, bool force = false);
+  // With on and nobody else holding the device, the kernel detaches it right away: the
+  // result then has kernel.bound == false.
   Result<LoopDeviceInfo> setAutoclear(std::string_view dev, bool on, uint32_t callerUid,
                                       bool force = false);
   // LOOP_CLR_FD. A device still in use (mounted, held open) is detached lazily: the kernel

@@ -373,12 +373,10 @@ int cmdSet(const Global& g, LoopManager& m, const std::vector<std::string>& args
   }
   if (autoclear) {
     last = m.setAutoclear(dev, *autoclear, g.uid, force);
-    if (!last) {
-      if (last.error().code == ENOENT && *autoclear) {
-        std::printf("%s detached (autoclear set and nobody held it)\n", dev.c_str());
-        return 0;
-      }
-      return fail(last.error());
+    if (!last) return fail(last.error());
+    if (!last->kernel.bound) {
+      std::printf("%s detached (autoclear set and nobody held it)\n", last->name.c_str());
+      return 0;
     }
   }
   emit(g, *last);

@@ -220,5 +220,18 @@ TEST_F(LoopHost, AutoclearLivesAsLongAsTheReturnedFd) {
   EXPECT_TRUE(gone);
 }
 
+TEST_F(LoopHost, SetAutoclearOnAnUnusedDeviceDetachesIt) {
+  int fd = openImage(O_RDWR);
+  auto r = mgr->setup(fd, LoopOptions{}, 0);
+  ::close(fd);
+  ASSERT_TRUE(r) << r.error().message;
+  const std::string name = r->device.name;
+  r->deviceFd.reset();
+  auto a = mgr->setAutoclear(name, true, 0);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_FALSE(a->kernel.bound);
+  EXPECT_FALSE(std::filesystem::exists("/sys/block/" + name + "/loop"));
+}
+
 }  // namespace
 }  // namespace cxiosync

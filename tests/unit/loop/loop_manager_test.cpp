@@ -367,5 +367,22 @@ TEST_F(LoopManagerTest, CorruptStateFileDoesNotWedgeTheManager) {
   EXPECT_TRUE(std::filesystem::exists(mgr->options().runDir + "/loops.json.bad"));
 }
 
+TEST_F(LoopManagerTest, SetAutoclearKeepsOffsetAndSizeLimit) {
+  LoopOptions o;
+  o.offset = 4096;
+  o.sizeLimit = 1 << 20;
+  auto r = mgr->setup(3, o, 1000);
+  ASSERT_TRUE(r);
+  auto a = mgr->setAutoclear("loop0", true, 1000);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_TRUE(a->kernel.bound);  // the fake keeps it: "someone holds it"
+  EXPECT_TRUE(a->kernel.autoclear);
+  EXPECT_EQ(a->kernel.offset, 4096u);
+  EXPECT_EQ(a->kernel.sizeLimit, 1u << 20);
+  auto b = mgr->setAutoclear("loop0", false, 1000);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->kernel.autoclear);
+}
+
 }  // namespace
 }  // namespace cxiosync
