@@ -1,7 +1,5 @@
 #include "policy/formats/io_max.h"
 
-#include <set>
-
 #include "policy/formats/text_util.h"
 
 namespace cxiosync {
@@ -33,7 +31,7 @@ void appendKey(std::string& out, std::string_view key, const std::optional<uint6
 Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text) {
   if (auto e = detail::checkNoNul(kWhat, text)) return *e;
   std::vector<IoMaxEntry> out;
-  std::set<DevNum> seen;
+  std::vector<std::pair<DevNum, size_t>> devs;
   detail::LineReader reader(text);
   std::string_view line;
   while (reader.next(line)) {
@@ -43,9 +41,7 @@ Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text) {
     if (!detail::nextField(rest, field)) continue;  // blank line
     auto dev = parseDevNum(field);
     if (!dev) return detail::lineError(kWhat, n, dev.error().message);
-    if (!seen.insert(*dev).second) {
-      return detail::lineError(kWhat, n, "duplicate device " + dev->str());
-    }
+    devs.emplace_back(*dev, n);
     IoMaxEntry entry{*dev, {}};
     while (detail::nextField(rest, field)) {
       auto eq = field.find('=');
@@ -70,6 +66,7 @@ Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text) {
     }
     out.push_back(entry);
   }
+  if (auto e = detail::checkDuplicateDevs(kWhat, devs)) return *e;
   return out;
 }
 

@@ -1,7 +1,5 @@
 #include "policy/formats/io_stat.h"
 
-#include <set>
-
 #include "policy/formats/text_util.h"
 
 namespace cxiosync {
@@ -24,7 +22,7 @@ std::optional<uint64_t> IoStatEntry::get(std::string_view key) const {
 Result<std::vector<IoStatEntry>> parseIoStat(std::string_view text) {
   if (auto e = detail::checkNoNul(kWhat, text)) return *e;
   std::vector<IoStatEntry> out;
-  std::set<DevNum> seen;
+  std::vector<std::pair<DevNum, size_t>> devs;
   detail::LineReader reader(text);
   std::string_view line;
   while (reader.next(line)) {
@@ -34,9 +32,7 @@ Result<std::vector<IoStatEntry>> parseIoStat(std::string_view text) {
     if (!detail::nextField(rest, field)) continue;  // blank line
     auto dev = parseDevNum(field);
     if (!dev) return detail::lineError(kWhat, n, dev.error().message);
-    if (!seen.insert(*dev).second) {
-      return detail::lineError(kWhat, n, "duplicate device " + dev->str());
-    }
+    devs.emplace_back(*dev, n);
     IoStatEntry entry;
     entry.dev = *dev;
     while (detail::nextField(rest, field)) {
@@ -46,22 +42,24 @@ Result<std::vector<IoStatEntry>> parseIoStat(std::string_view text) {
       }
       std::string_view key = field.substr(0, eq);
       std::string_view val = field.substr(eq + 1);
-      if (entry.counters.count(key) != 0 || entry.other.count(key) != 0) {
-        return detail::lineError(kWhat, n, "duplicate key", key);
-      }
+      bool fresh = entry.other.empty() || entry.other.count(key) == 0;
       if (auto v = detail::parseU64(val)) {
-        entry.counters.emplace(key, *v);
+        fresh = fresh && entry.counters.emplace(key, *v).second;
+      } else if (entry.counters.count(key) != 0) {
+        fresh = false;
       } else if (isStandardKey(key)) {
         return detail::lineError(
             kWhat, n,
             "invalid value for '" + std::string(key) + "' (expected an unsigned 64-bit number)",
             val);
       } else {
-        entry.other.emplace(key, val);
+        fresh = fresh && entry.other.emplace(key, val).second;
       }
+      if (!fresh) return detail::lineError(kWhat, n, "duplicate key", key);
     }
     out.push_back(std::move(entry));
   }
+  if (auto e = detail::checkDuplicateDevs(kWhat, devs)) return *e;
   return out;
 }
 

@@ -11,13 +11,17 @@
 //    overflow (values above UINT64_MAX are errors, never wrapped or clamped).
 //  - Error messages read "<what>: line N: <problem>: '<excerpt>'" with the excerpt
 //    shortened and non-printable bytes shown as \xNN.
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
+#include "policy/model/dev_num.h"
 #include "policy/result.h"
 
 namespace cxiosync::detail {
@@ -179,6 +183,23 @@ inline std::optional<uint64_t> parseHex0x(std::string_view s) {
 // Two's-complement reinterpretation of a 64-bit register value (0xfffffffffffffffb -> -5).
 inline int64_t asSigned(uint64_t v) {
   return static_cast<int64_t>(v);
+}
+
+// Duplicate device lines, found after parsing with one sort instead of a node per line.
+// `devs` holds (device, line number); returns the error for the second occurrence of the
+// first duplicated device (in line order), or nullopt.
+inline std::optional<Error> checkDuplicateDevs(std::string_view what,
+                                               std::vector<std::pair<DevNum, size_t>>& devs) {
+  std::sort(devs.begin(), devs.end());
+  const std::pair<DevNum, size_t>* worst = nullptr;
+  for (size_t i = 1; i < devs.size(); ++i) {
+    if (devs[i].first == devs[i - 1].first &&
+        (worst == nullptr || devs[i].second < worst->second)) {
+      worst = &devs[i];
+    }
+  }
+  if (worst == nullptr) return std::nullopt;
+  return lineError(what, worst->second, "duplicate device " + worst->first.str());
 }
 
 }  // namespace cxiosync::detail
