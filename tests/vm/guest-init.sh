@@ -3,7 +3,8 @@
 # Sets up the runtime, then runs every scenario of the plan written by vmrun.py:
 #   /run/cxvm            writable 9p share (host temp dir)
 #   /run/cxvm/plan.sh    env + CXVM_PLAN=(name path name path ...)
-#   /run/cxvm/NAME/      per scenario: log, result.json (optional), status (written last)
+#   /run/cxvm/NAME/      per scenario: a copy of its CXVM_OUT (/run/cxvm-out/NAME: log,
+#                        result.kv, files...), then status (written last)
 #   /run/cxvm/ready      guest is up;  /run/cxvm/done  all scenarios ran
 # Then powers off. Never exits (PID 1 exiting panics; panic=-1 also ends QEMU).
 set -u
@@ -80,14 +81,15 @@ i=0
 while [ $i -lt ${#CXVM_PLAN[@]} ]; do
 	name=${CXVM_PLAN[$i]} script=${CXVM_PLAN[$((i + 1))]} serial=${CXVM_PLAN[$((i + 2))]}
 	i=$((i + 3))
-	out=/run/cxvm/$name
-	mkdir -p "$out"
+	share=/run/cxvm/$name
+	out=/run/cxvm-out/$name # scenario's CXVM_OUT, on tmpfs: cheap writes; copied below
+	mkdir -p "$share" "$out"
 	[ $i -gt 3 ] && reset_guest
 	# noinit_itable: no background zeroing (ext4lazyinit) that would disturb timings.
 	if ! CXVM_SCRATCH_DEV=$(disk_by_serial "$serial") ||
 		! mount -o noinit_itable "$CXVM_SCRATCH_DEV" "$CXVM_SCRATCH_MNT"; then
 		echo "cxvm: cannot mount the scratch disk (serial $serial) for $name"
-		echo 125 >"$out/status.tmp" && mv "$out/status.tmp" "$out/status"
+		echo 125 >"$share/status.tmp" && mv "$share/status.tmp" "$share/status"
 		continue
 	fi
 	CXVM_SCRATCH_MAJMIN=$(cat "/sys/block/${CXVM_SCRATCH_DEV#/dev/}/dev")
@@ -108,11 +110,12 @@ while [ $i -lt ${#CXVM_PLAN[@]} ]; do
 	wait $spid
 	rc=$?
 	wait $tpid
-	cp "$log" "$out/log"
 	t1=${EPOCHREALTIME/./}
 	echo "cxvm: ===== scenario $name: exit $rc after $(((t1 - t0) / 1000)) ms"
+	cp "$log" "$out/log"
 	echo "$(((t1 - t0) / 1000))" >"$out/elapsed_ms"
-	echo "$rc" >"$out/status.tmp" && mv "$out/status.tmp" "$out/status"
+	cp -r "$out/." "$share/" || rc=126
+	echo "$rc" >"$share/status.tmp" && mv "$share/status.tmp" "$share/status"
 done
 kill -KILL -1 2>/dev/null
 echo ok >/run/cxvm/done

@@ -1,7 +1,8 @@
 # Helpers for VM scenarios. Source it first:   . "$CXVM_LIB"
 # Runs under bash inside the guest. Environment set by the harness (guest-init.sh):
 #   CXVM_SCENARIO        this scenario's name
-#   CXVM_OUT             writable result dir (host temp dir over 9p); result.json goes here
+#   CXVM_OUT             this scenario's output dir (guest tmpfs; copied to the host when
+#                        the scenario ends, also after a timeout): log, result.kv, files/
 #   CXVM_DIR             tests/vm of the source tree (same path as on the host)
 #   CXIOSYNC_SOURCE_DIR  the source tree;  CXIOSYNC_BUILD_DIR  the build tree (host path)
 #   CXVM_SCRATCH_DEV     /dev/vda, freshly formatted ext4, mounted at CXVM_SCRATCH_MNT
@@ -13,7 +14,13 @@
 set -u
 CXVM_CGROOT=/sys/fs/cgroup
 
-cxvm_log() { echo "[$CXVM_SCENARIO $(cut -d" " -f1 /proc/uptime)] $*"; }
+# Helpers avoid forks where they can: under TCG on a busy host every exec costs ~0.5 s.
+
+cxvm_log() {
+	local up _
+	read -r up _ </proc/uptime
+	echo "[$CXVM_SCENARIO $up] $*"
+}
 cxvm_fail() {
 	echo "[$CXVM_SCENARIO] FAIL: $*" >&2
 	exit 1
@@ -94,14 +101,23 @@ cxvm_dirty() {
 }
 
 # cxvm_kv FILE KEY: value of KEY in a "key value" file (memory.stat), empty if absent.
-cxvm_kv() { awk -v k="$2" '$1 == k {print $2; exit}' "$1"; }
+cxvm_kv() {
+	local k v
+	while read -r k v; do
+		[ "$k" = "$2" ] && echo "$v" && return 0
+	done <"$1"
+}
 
 # cxvm_iostat CG KEY [MAJ:MIN]: KEY from CG's io.stat line of the device (0 if absent).
 cxvm_iostat() {
-	local dev=${3:-$CXVM_SCRATCH_MAJMIN}
-	awk -v d="$dev" -v k="$2" '$1 == d { for (i = 2; i <= NF; i++) { split($i, a, "=");
-		if (a[1] == k) { print a[2]; found = 1 } } } END { if (!found) print 0 }' \
-		"$(cxvm_cg_path "$1")/io.stat"
+	local dev=${3:-$CXVM_SCRATCH_MAJMIN} d rest kv
+	while read -r d rest; do
+		[ "$d" = "$dev" ] || continue
+		for kv in $rest; do
+			[ "${kv%%=*}" = "$2" ] && echo "${kv#*=}" && return 0
+		done
+	done <"$(cxvm_cg_path "$1")/io.stat"
+	echo 0
 }
 
 # cxvm_wait_dirty CG BYTES [TIMEOUT_S]: waits until CG's file_dirty + file_writeback
@@ -124,15 +140,22 @@ cxvm_drop_caches() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
-# cxvm_result KEY JSON: sets KEY to a JSON value (number, object, true...) in
-# $CXVM_OUT/result.json.   cxvm_result_str KEY STRING: same for a string.
-cxvm_result() { _cxvm_result_jq --argjson "$1" "$2"; }
-cxvm_result_str() { _cxvm_result_jq --arg "$1" "$2"; }
-_cxvm_result_jq() {
-	local f=$CXVM_OUT/result.json
-	[ -f "$f" ] || echo '{}' >"$f"
-	jq "$1" v "$3" --arg k "$2" '. + {($k): $v}' "$f" >"$f.tmp" && mv "$f.tmp" "$f" ||
-		cxvm_fail "cannot record result $2=$3"
+# cxvm_result KEY JSON: sets KEY to a JSON value (number, array, object, true...) in the
+# scenario's result.json.   cxvm_result_str KEY STRING: same for a string.
+# Lines go to $CXVM_OUT/result.kv (no fork); the host assembles result.json, later
+# values of a key replace earlier ones, and an invalid JSON value fails the scenario.
+cxvm_result() {
+	case $1 in *[!A-Za-z0-9_.-]* | "") cxvm_fail "result key '$1': use [A-Za-z0-9_.-]" ;; esac
+	printf '%s\t%s\n' "$1" "${2//$'\n'/ }" >>"$CXVM_OUT/result.kv"
+}
+cxvm_result_str() {
+	local s=$2
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\n'/\\n}
+	s=${s//$'\t'/\\t}
+	s=${s//$'\r'/\\r}
+	cxvm_result "$1" "\"$s\""
 }
 
 # cxvm_save SRC [NAME]: copies a (kernel) file byte for byte into $CXVM_OUT/files/NAME

@@ -454,6 +454,21 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
             elif verdict["status"] != 0:
                 verdict["error"] = "scenario exited with status %d" % verdict["status"]
         rj = os.path.join(rdir, "result.json")
+        kv = os.path.join(rdir, "result.kv")
+        if os.path.exists(kv):  # lines "KEY<TAB>JSON" from lib.sh cxvm_result
+            res, n = {}, 0
+            try:
+                if os.path.exists(rj):
+                    with open(rj) as f:
+                        res = json.load(f)
+                with open(kv) as f:
+                    for n, line in enumerate(f, 1):
+                        k, v = line.rstrip("\n").split("\t", 1)
+                        res[k] = json.loads(v)
+                with open(rj, "w") as f:
+                    json.dump(res, f, indent=2)
+            except ValueError as e:
+                verdict.setdefault("error", "result.kv line %d: %s" % (n, e))
         if os.path.exists(rj):
             try:
                 with open(rj) as f:

@@ -16,8 +16,10 @@ cxvm_cgroup_setup
 cxvm_cg_create cg1 cg2
 cxvm_result limit_bps "$limit"
 cxvm_result_str scratch_majmin "$CXVM_SCRATCH_MAJMIN"
-cxvm_result sizes_mib "[$(echo $sizes | tr ' ' ',')]"
-cxvm_result modes "$(printf '%s\n' $modes | jq -R . | jq -sc .)"
+list=() && for x in $sizes; do list+=("$x"); done
+cxvm_result sizes_mib "[$(IFS=,; echo "${list[*]}")]"
+list=() && for x in $modes; do list+=("\"$x\""); done
+cxvm_result modes "[$(IFS=,; echo "${list[*]}")]"
 runs=()
 
 for mib in $sizes; do
