@@ -283,6 +283,11 @@ def resolve_scenario(s):
         path = os.path.join(HERE, "scenarios", s + ".sh")
     if not os.path.isfile(path):
         raise RuntimeError("scenario %s: no such file %s" % (s, path))
+    real = os.path.realpath(path)
+    for hidden in ("/tmp/", "/run/", "/dev/", "/proc/", "/sys/"):
+        if real.startswith(hidden):
+            raise RuntimeError("scenario %s: the guest mounts its own %s; put the script "
+                               "elsewhere (e.g. the build dir)" % (real, hidden[:-1]))
     if not re.match(r"^[A-Za-z0-9_.-]+$", name):
         raise RuntimeError("scenario name %r: use [A-Za-z0-9_.-]" % name)
     check = os.path.join(os.path.dirname(path), name + ".check.py")
