@@ -179,6 +179,13 @@ Status parseCgroups(const Locator& loc, ConfigFragment& out, const YAML::Node& n
         const std::string path = "cgroups." + name;
         auto cg = CgroupPath::parse(name);
         if (!cg) return loc.at(key.Mark(), path, cg.error().message);
+        // A common slip: the mount point spelled out. No real cgroup is called "sys".
+        const std::string& rel = cg->relative();
+        if (rel == "sys/fs/cgroup" || rel.rfind("sys/fs/cgroup/", 0) == 0) {
+          return loc.at(key.Mark(), path,
+                        "cgroup paths are relative to the cgroup2 mount: write " +
+                            ("/" + rel.substr(std::min(rel.size(), size_t{14}))));
+        }
         auto [it, inserted] = firstLine.emplace(*cg, key.Mark().line + 1);
         if (!inserted) {
           return loc.at(

@@ -222,6 +222,15 @@ TEST(YamlConfigErrors, BadCgroupPaths) {
             "control character");
 }
 
+TEST(YamlConfigErrors, MountPointSpelledOut) {
+  EXPECT_EQ(err("cgroups:\n  /sys/fs/cgroup/system.slice:\n    boost: deny\n"),
+            "/etc/cxiosync/cxiosync.yaml:2:3: cgroups./sys/fs/cgroup/system.slice: cgroup paths "
+            "are relative to the cgroup2 mount: write /system.slice");
+  EXPECT_EQ(err("cgroups:\n  /sys/fs/cgroup:\n    boost: deny\n"),
+            "/etc/cxiosync/cxiosync.yaml:2:3: cgroups./sys/fs/cgroup: cgroup paths are relative "
+            "to the cgroup2 mount: write /");
+}
+
 TEST(YamlConfigErrors, SyntaxErrorsAndMultipleDocuments) {
   auto e = err("detector: auto\n  bad indent: [\n");
   EXPECT_EQ(e.rfind("/etc/cxiosync/cxiosync.yaml:2:", 0), 0u) << e;
