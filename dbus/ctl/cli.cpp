@@ -10,6 +10,7 @@
 
 #include "cxiosync_version.h"
 #include "dbus/client.h"
+#include "dbus/ctl/polkit_agent.h"
 #include "dbus/ctl/render.h"
 #include "dbus/ctl/unit_name.h"
 #include "dbus/validate.h"
@@ -228,6 +229,7 @@ int Runner::change() {
     return fail(kExitInvalidArgs, "--runtime does not apply to reset (it drops both layers)");
   }
   dbus::ChangeRequest req{opt_.runtime, !opt_.noAskPassword};
+  PolkitAgent agent(req.interactive && opt_.bus.kind == dbus::BusTarget::Kind::System);
   std::string knob, value;
   if (v == "isolate") {
     auto on = parseOnOff(inv_.args[1]);
@@ -321,6 +323,7 @@ int Runner::metrics() {
 }
 
 int Runner::reload() {
+  PolkitAgent agent(!opt_.noAskPassword && opt_.bus.kind == dbus::BusTarget::Kind::System);
   client().reload(dbus::ChangeRequest{false, !opt_.noAskPassword});
   if (json()) {
     printJson(Json::object().set("reloaded", true));
