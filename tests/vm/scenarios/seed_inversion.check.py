@@ -14,7 +14,12 @@ r = json.load(open(os.path.join(sys.argv[1], "result.json")))
 limit = r["limit_bps"]
 fails = []
 for mib in r["sizes_mib"]:
-    runs = {x["mode"]: x for x in r["runs"] if x["mib"] == mib}
+    runs = {}
+    for x in r["runs"]:  # several unlimited runs: keep the fastest (noise only adds time)
+        if x["mib"] == mib and (x["mode"] not in runs
+                                or x["sync_ms"] < runs[x["mode"]]["sync_ms"]):
+            runs[x["mode"]] = x
+    n_unl = sum(1 for x in r["runs"] if x["mib"] == mib and x["mode"] == "unlimited")
     dirty = mib * 1024 * 1024
     expect_s = dirty / limit
     lim, unl = runs.get("limited"), runs.get("unlimited")
@@ -22,9 +27,9 @@ for mib in r["sizes_mib"]:
         fails.append("%d MiB: missing a run (%s)" % (mib, sorted(runs)))
         continue
     lim_s, unl_s = lim["sync_ms"] / 1000, unl["sync_ms"] / 1000
-    print("seed_inversion: %d MiB dirty in cg1, sync from cg2: no limit %.2f s, "
-          "wbps=%d %.2f s (dirty/limit = %.1f s, ratio %.1fx)"
-          % (mib, unl_s, limit, lim_s, expect_s, lim_s / max(unl_s, 0.001)))
+    print("seed_inversion: %d MiB dirty in cg1, sync from cg2: no limit %.2f s "
+          "(best of %d), wbps=%d %.2f s (dirty/limit = %.1f s, ratio %.1fx)"
+          % (mib, unl_s, n_unl, limit, lim_s, expect_s, lim_s / max(unl_s, 0.001)))
     if lim_s < 0.7 * expect_s:
         fails.append("throttled sync took %.2f s < 0.7 x %.1f s: no inversion"
                      % (lim_s, expect_s))
