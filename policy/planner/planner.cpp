@@ -151,6 +151,29 @@ nanoseconds PlannerState::usedWithin(const CgroupPath& cgroup, TimePoint now,
   return used;
 }
 
+TimePoint PlannerState::budgetFreesAt(const CgroupPath& cgroup, TimePoint now, seconds window,
+                                      nanoseconds allowed) const {
+  auto it = usage.find(cgroup);
+  if (it == usage.end()) return now;
+  const HolderUsage& u = it->second;
+  const nanoseconds used = usedWithin(cgroup, now, window);
+  if (used < allowed) return now;
+  if (u.openSince) return now + (used - allowed) + nanoseconds(1);  // still growing: estimate
+  // Slide the window start x forward from now - window; coverage shrinks only while x is
+  // inside a closed interval. Find where it first drops below `allowed`.
+  nanoseconds excess = used - allowed;
+  TimePoint x = now - window;
+  for (const Interval& iv : u.closed) {
+    if (iv.end <= x) continue;
+    const TimePoint segStart = std::max(iv.begin, x);
+    const nanoseconds seg = iv.end - segStart;
+    if (seg > excess) return segStart + excess + nanoseconds(1) + window;
+    excess -= seg;
+    x = iv.end;
+  }
+  return x + window;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 struct Planner::Scratch {
@@ -401,7 +424,7 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       if (boostedNow) wakeAt(now + (allowed - used));
       return false;
     }
-    if (!boostedNow) wakeAt(now + (used - allowed));  // earliest the window can free up
+    if (!boostedNow) wakeAt(state_.budgetFreesAt(s.path(cg), now, k.budget.window, allowed));
     return true;
   };
 

@@ -70,6 +70,10 @@ struct PlannerState {
   // Seconds `cgroup` was boosted within [now - window, now].
   std::chrono::nanoseconds usedWithin(const CgroupPath& cgroup, TimePoint now,
                                       std::chrono::seconds window) const;
+  // When `cgroup`'s use within the sliding window first drops below `allowed` (now if it is
+  // below already).
+  TimePoint budgetFreesAt(const CgroupPath& cgroup, TimePoint now, std::chrono::seconds window,
+                          std::chrono::nanoseconds allowed) const;
 };
 
 struct PlanResult {

@@ -368,6 +368,9 @@ const Scenario kScenarios[] = {
        w.again(2);
        STEP("refuse budget-exhausted /cg1 254:0 tid=2");
        ASSERT_TRUE(w.last.nextWakeup);
+       // boosted [t0, t0+10]: 10 s of 10 % x 100 s; it frees when t0 leaves the window
+       EXPECT_EQ(*w.last.nextWakeup, w.snap.now - std::chrono::seconds(11) +
+                                         std::chrono::seconds(100) + std::chrono::nanoseconds(1));
        w.advance(95);  // the boosted interval [0, 10] has slid partly out of [6, 106]
        w.again(2);
        STEP("start /cg1 254:0 wbps=max wiops=max tids=2");
