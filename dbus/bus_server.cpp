@@ -362,6 +362,9 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
           if (d.verdict == AuthDecision::Verdict::Allow) {
             finish(result, *m, uid);
           } else {
+            if (answer == PolkitAnswer::Failed && err) {
+              d.message += " (" + err->getName() + ": " + err->getMessage() + ")";
+            }
             replyError(result, accessDenied(d.message));
           }
         } catch (...) {

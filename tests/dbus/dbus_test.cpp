@@ -683,6 +683,7 @@ class DbusSystemPolicy : public DbusBase {
            send_interface="org.freedesktop.DBus.Introspectable"/>
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
   </policy>
+  <include ignore_missing="yes">/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf</include>
   <include>)"
         << kDir << R"(/../../packaging/org.cxiosync1.conf</include>
 </busconfig>
@@ -738,6 +739,40 @@ TEST_F(DbusSystemPolicy, EveryoneReadsOnlyAuthorizedCallersChange) {
   auto set = run(argv);
   EXPECT_NE(set.rc, 0);
   EXPECT_NE(set.err.find("ccess denied"), std::string::npos) << set.err;
+}
+
+// The real polkitd (if installed) on a private bus: our CheckAuthorization call must be
+// accepted as well-formed (a marshalling mistake would come back as InvalidArgs). Unless the
+// policy file is installed, polkitd answers "action not registered": still a refusal.
+TEST_F(DbusSystemPolicy, RealPolkitdAcceptsOurCheck) {
+  const char* polkitd = "/usr/lib/polkit-1/polkitd";
+  if (realDaemon() || access(polkitd, X_OK) != 0) GTEST_SKIP() << "no polkitd";
+  int outFd;
+  pid_t pk =
+      spawn({"/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=" + env().address(), polkitd, "--no-debug"},
+            &outFd, nullptr);
+  auto conn = sdbus::createSessionBusConnectionWithAddress(env().address());
+  auto driver = sdbus::createProxy(*conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    driver->callMethod("NameHasOwner")
+        .onInterface("org.freedesktop.DBus")
+        .withArguments(std::string("org.freedesktop.PolicyKit1"))
+        .storeResultsTo(up);
+    if (!up) std::this_thread::sleep_for(25ms);
+  }
+  if (up) {
+    env().startServer();
+    auto r = asNobody({"--no-ask-password", "isolate", "/backup.slice", "off"});
+    EXPECT_EQ(r.rc, 4) << r.err;
+    EXPECT_NE(r.err.find("uid 65534"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("InvalidArgs"), std::string::npos) << r.err;
+  }
+  kill(pk, SIGTERM);
+  int st;
+  waitpid(pk, &st, 0);
+  close(outFd);
+  if (!up) GTEST_SKIP() << "polkitd did not start on the private bus";
 }
 
 TEST(DbusLocal, CheckConfigNeedsNoDaemon) {
