@@ -28,50 +28,46 @@ Status ProcDetector::scan(bool anythingCanMatter) {
     }
     return Ok{};
   }
-  auto pids = proc_.listPids();
-  if (!pids) return pids.error();
   const TimePoint now = Clock::now();
   std::map<int64_t, Found> next;
-  for (int64_t pid : *pids) {
-    auto tids = proc_.listTids(pid);
-    if (!tids) continue;  // exited, or a kernel we may not look at
-    ++stats_.processes;
-    for (int64_t tid : *tids) {
-      ++stats_.threads;
-      auto stat = proc_.readTaskStat(pid, tid);
-      if (!stat) continue;
-      if (options_.onlyDState && stat->state != 'D') continue;
-      if (stat->state == 'Z' || stat->state == 'X') continue;
-      ++stats_.syscallReads;
-      auto sc = proc_.readTaskSyscall(pid, tid);
-      if (!sc || sc->kind != ProcSyscall::Kind::InSyscall) continue;
-      auto which = table_.lookup(sc->nr);
-      if (!which || !isWatched(*which, options_.watchFsync)) continue;
-      if (*which == SyncSyscall::Msync && (sc->args[2] & kMsSync) == 0) continue;
-      auto cg = proc_.readTaskCgroup(pid, tid);
-      if (!cg || !*cg) continue;
+  auto visit = [&](const ProcFs::ThreadView& t) {
+    ++stats_.threads;
+    if (options_.onlyDState ? t.state != 'D' : (t.state == 'Z' || t.state == 'X')) return;
+    auto stat = parseProcStat(t.stat);
+    if (!stat) return;
+    const int64_t pid = t.pid, tid = t.tid;
+    ++stats_.syscallReads;
+    auto sc = proc_.readTaskSyscall(pid, tid);
+    if (!sc || sc->kind != ProcSyscall::Kind::InSyscall) return;
+    auto which = table_.lookup(sc->nr);
+    if (!which || !isWatched(*which, options_.watchFsync)) return;
+    if (*which == SyncSyscall::Msync && (sc->args[2] & kMsSync) == 0) return;
+    auto cg = proc_.readTaskCgroup(pid, tid);
+    if (!cg || !*cg) return;
 
-      Found f;
-      f.startTimeTicks = stat->startTimeTicks;
-      Syncer& s = f.syncer;
-      s.tid = tid;
-      s.pid = pid;
-      s.comm = stat->comm;
-      s.cgroup = **cg;
-      s.syscall = *which;
-      s.since = now;
-      auto prev = current_.find(tid);
-      if (prev != current_.end() && prev->second.startTimeTicks == f.startTimeTicks &&
-          prev->second.syncer.syscall == s.syscall) {
-        s.since = prev->second.syncer.since;
-        s.targetDevice = prev->second.syncer.targetDevice;
-      } else if (takesFd(*which)) {
-        auto dev = proc_.fdDevice(pid, static_cast<int64_t>(sc->args[0]));
-        if (dev) s.targetDevice = *dev;
-      }
-      next.emplace(tid, std::move(f));
+    Found f;
+    f.startTimeTicks = stat->startTimeTicks;
+    Syncer& s = f.syncer;
+    s.tid = tid;
+    s.pid = pid;
+    s.comm = stat->comm;
+    s.cgroup = **cg;
+    s.syscall = *which;
+    s.since = now;
+    auto prev = current_.find(tid);
+    if (prev != current_.end() && prev->second.startTimeTicks == f.startTimeTicks &&
+        prev->second.syncer.syscall == s.syscall) {
+      s.since = prev->second.syncer.since;
+      s.targetDevice = prev->second.syncer.targetDevice;
+    } else if (takesFd(*which)) {
+      auto dev = proc_.fdDevice(pid, static_cast<int64_t>(sc->args[0]));
+      if (dev) s.targetDevice = *dev;
     }
-  }
+    next.emplace(tid, std::move(f));
+  };
+  auto processes = proc_.forEachThread(visit);
+  if (!processes) return processes.error();
+  stats_.processes = *processes;
   stats_.syncers = next.size();
   bool changedSet = next.size() != current_.size();
   if (!changedSet) {

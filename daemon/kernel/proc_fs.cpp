@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <unistd.h>
 #include <algorithm>
+
 #include <charconv>
+#include <cstdio>
 
 namespace cxiosync {
 
@@ -143,6 +146,80 @@ Result<DevNum> ProcFs::fdDevice(int64_t id, int64_t fd) const {
     return sysError(errno, "stat", root_ + "/" + rel);
   }
   return DevNum{::major(st.st_dev), ::minor(st.st_dev)};
+}
+
+char statStateOf(std::string_view stat) {
+  auto rp = stat.rfind(')');
+  if (rp == std::string_view::npos || rp + 2 >= stat.size()) return '?';
+  return stat[rp + 2];
+}
+
+int64_t statNumThreads(std::string_view stat) {
+  auto rp = stat.rfind(')');
+  if (rp == std::string_view::npos) return 0;
+  // ") S ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+  //  cutime cstime priority nice num_threads": num_threads is the 18th field after ')'.
+  size_t pos = rp + 1;
+  for (int field = 0; field < 18; ++field) {
+    pos = stat.find(' ', pos);
+    if (pos == std::string_view::npos) return 0;
+    ++pos;
+  }
+  int64_t v = 0;
+  auto end = stat.find(' ', pos);
+  std::string_view num =
+      stat.substr(pos, end == std::string_view::npos ? stat.size() - pos : end - pos);
+  auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  (void)p;
+  return ec == std::errc() ? v : 0;
+}
+
+namespace {
+
+// Reads a small procfs file at dirfd/rel into buf; returns the length or -1.
+ssize_t readSmallAt(int dirfd, const char* rel, char* buf, size_t cap) {
+  int fd = ::openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  ssize_t n = ::read(fd, buf, cap);
+  ::close(fd);
+  return n;
+}
+
+}  // namespace
+
+Result<uint64_t> ProcFs::forEachThread(const std::function<void(const ThreadView&)>& fn) const {
+  auto pids = listPids();
+  if (!pids) return pids.error();
+  uint64_t processes = 0;
+  char buf[1024];
+  char rel[64];
+  for (int64_t pid : *pids) {
+    std::snprintf(rel, sizeof rel, "%lld/stat", static_cast<long long>(pid));
+    ssize_t n = readSmallAt(rootFd_.get(), rel, buf, sizeof buf);
+    if (n <= 0) continue;
+    ++processes;
+    std::string_view st(buf, static_cast<size_t>(n));
+    if (statNumThreads(st) == 1) {
+      fn(ThreadView{pid, pid, statStateOf(st), st});
+      continue;
+    }
+    std::snprintf(rel, sizeof rel, "%lld/task", static_cast<long long>(pid));
+    int taskFd = ::openat(rootFd_.get(), rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (taskFd < 0) continue;
+    UniqueFd task(taskFd);
+    auto tids = listDir(task.get(), ".", rel);
+    if (!tids) continue;
+    for (const auto& e : *tids) {
+      int64_t tid = parseDecimalName(e.name);
+      if (tid <= 0) continue;
+      std::snprintf(rel, sizeof rel, "%lld/stat", static_cast<long long>(tid));
+      ssize_t m = readSmallAt(task.get(), rel, buf, sizeof buf);
+      if (m <= 0) continue;
+      std::string_view ts(buf, static_cast<size_t>(m));
+      fn(ThreadView{pid, tid, statStateOf(ts), ts});
+    }
+  }
+  return processes;
 }
 
 Result<std::string> ProcFs::readSelfMountInfo() const {

@@ -3,6 +3,7 @@
 // and the device behind an open fd. All opens are O_CLOEXEC and relative to the root fd.
 // A thread or process that exits mid-read is a gone error (ENOENT/ESRCH), not a failure.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,19 @@ class ProcFs {
   // following the magic link). Gone when the process or the fd went away.
   Result<DevNum> fdDevice(int64_t id, int64_t fd) const;
 
+  // The scan's fast path: calls fn for every thread with its raw stat line and state. A
+  // single-threaded process costs one read (/proc/PID/stat, num_threads = 1); others one
+  // task/ listing plus one read per thread through a per-process directory fd. No heap
+  // allocation per thread. Threads that vanish mid-scan are skipped. Returns the number
+  // of processes visited.
+  struct ThreadView {
+    int64_t pid = 0;
+    int64_t tid = 0;
+    char state = '?';
+    std::string_view stat;  // valid during the call only
+  };
+  virtual Result<uint64_t> forEachThread(const std::function<void(const ThreadView&)>& fn) const;
+
   // /proc/self/mountinfo text (for device-of-path lookups).
   Result<std::string> readSelfMountInfo() const;
 
@@ -67,6 +81,11 @@ class ProcFs {
   UniqueFd rootFd_;
   std::string root_;
 };
+
+// From a /proc stat line: the state letter ('?' if malformed) and num_threads (0 if not
+// found), without a full parse.
+char statStateOf(std::string_view stat);
+int64_t statNumThreads(std::string_view stat);
 
 // Parses the "Tgid:" line of /proc/TID/status.
 Result<int64_t> parseStatusTgid(std::string_view text);

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +84,7 @@ ScanResult fakeProc(int threads) {
   for (int t = 0; t < threads; ++t) {
     long pid = 1000 + (t / perProc) * perProc, tid = 1000 + t;
     char state = (t % 100 == 7) ? 'D' : 'S';
+    if (tid == pid) writeFile(root / std::to_string(pid) / "stat", statLine(pid, 'S'));
     fsys::path base = root / std::to_string(pid) / "task" / std::to_string(tid);
     writeFile(base / "stat", statLine(tid, state));
     writeFile(base / "syscall", state == 'D' ? "162 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffd 0x7f\n"
@@ -98,9 +98,13 @@ ScanResult fakeProc(int threads) {
   return r;
 }
 
-std::atomic<bool> gStop{false};
+// Sleepers block in read(2) on a pipe until its write end closes: no wakeups while
+// the scan is measured.
+int gPipe[2] = {-1, -1};
 void* sleeper(void*) {
-  while (!gStop.load()) ::usleep(200000);
+  char c;
+  while (::read(gPipe[0], &c, 1) > 0) {
+  }
   return nullptr;
 }
 
@@ -109,7 +113,7 @@ ScanResult realThreads(int extra) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 64 * 1024);
-  gStop = false;
+  if (::pipe(gPipe) != 0) return ScanResult{};
   for (int i = 0; i < extra; ++i) {
     pthread_t t;
     if (pthread_create(&t, &attr, sleeper, nullptr) != 0) break;
@@ -118,8 +122,9 @@ ScanResult realThreads(int extra) {
   auto proc = ProcFs::open("/proc");
   ScanResult r = measureScan("host /proc + " + std::to_string(ts.size()) + " sleeping threads",
                              **proc, extra >= 10000 ? 5 : 20);
-  gStop = true;
+  ::close(gPipe[1]);
   for (auto t : ts) pthread_join(t, nullptr);
+  ::close(gPipe[0]);
   return r;
 }
 

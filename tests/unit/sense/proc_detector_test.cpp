@@ -161,3 +161,33 @@ TEST(ProcFsStatus, ParsesTgid) {
 
 }  // namespace
 }  // namespace cxiosync
+
+namespace cxiosync {
+namespace {
+
+TEST(ProcStatFields, StateAndNumThreads) {
+  std::string line = testing::procStatLine(42, "a) (b", 'D', 7);
+  EXPECT_EQ(statStateOf(line), 'D');
+  EXPECT_EQ(statNumThreads(line), 0);
+  // Field 20 (num_threads) = 1: the single-threaded fast path needs no task/ directory.
+  std::string one = "42 (x y) D 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 999 0 0\n";
+  EXPECT_EQ(statNumThreads(one), 1);
+  EXPECT_EQ(statStateOf("garbage"), '?');
+}
+
+TEST(ProcDetectorFastPath, SingleThreadedProcessWithoutTaskDir) {
+  testing::FakeTree proc;
+  proc.file("42/stat", "42 (sync) D 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 999 0 0\n");
+  proc.file("42/task/42/syscall", testing::procSyscallLine(162));
+  proc.file("42/task/42/cgroup", "0::/cg2\n");
+  auto p = ProcFs::open(proc.root());
+  ASSERT_TRUE(p.ok());
+  ProcDetector det(**p, ProcDetectorOptions{false, &kSyscallsX86_64, true});
+  ASSERT_TRUE(det.scan(true).ok());
+  ASSERT_EQ(det.syncers().size(), 1u);
+  EXPECT_EQ(det.syncers()[0].tid, 42);
+  EXPECT_EQ(det.lastScan().threads, 1u);
+}
+
+}  // namespace
+}  // namespace cxiosync
