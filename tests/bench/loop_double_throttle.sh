@@ -26,9 +26,9 @@ res=$(mktemp -d /tmp/cxl-bench.XXXXXX)
 trap 'rm -rf "$res"' EXIT
 python3 "$src/tests/vm/vmrun.py" --build-dir "$build" --results-dir "$res" --quiet \
 	--timeout 1500 --scenario-timeout 1400 --disk-mb 1024 \
-	--env "CXL_BENCH_REPS=$reps" loop_double_throttle
+	--env "CXL_BENCH_REPS=$reps" "$src/tests/bench/loop_double_throttle.guest.sh"
 mkdir -p "$(dirname "$out")"
-python3 - "$res/loop_double_throttle/result.json" "$out" <<'PY'
+python3 - "$res/loop_double_throttle.guest/result.json" "$out" <<'PY'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 rows = [("raw", "raw disk (ext4 on virtio)", r["raw_ms"]),
