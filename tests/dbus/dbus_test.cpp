@@ -692,6 +692,11 @@ class DbusSystemPolicy : public DbusBase {
     chmod((dir + "/bus").c_str(), 0777);
   }
   static void TearDownTestSuite() { env().stop(); }
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to run callers as nobody (setpriv)";
+    auto probe = asNobody({"--version", "-q"});
+    if (probe.rc != 0) GTEST_SKIP() << "nobody cannot run " << kCtl << ": " << probe.err;
+  }
   void TearDown() override { env().stopServer(); }
   static RunResult asNobody(std::vector<std::string> args) {
     std::vector<std::string> argv(std::begin(kNobody), std::end(kNobody));
