@@ -21,35 +21,30 @@ poweroff_now() {
 }
 trap poweroff_now EXIT
 
-mount -t tmpfs -o mode=755,nosuid,nodev tmpfs /run
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
-mkdir -p /dev/pts /dev/shm /run/cxvm /run/cxvm-logs /mnt/scratch
-mount -t devpts -o gid=5,mode=620 devpts /dev/pts
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
-mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
-mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cxvm /run/cxvm; then
-	echo "cxvm stage2: FATAL: cannot mount the results share"
+# Stage 1 mounted /run /tmp /dev/pts /dev/shm, cgroup2 (nsdelegate), tracefs, debugfs,
+# configfs and the results share /run/cxvm.
+if ! [ -f /run/cxvm/plan.sh ]; then
+	echo "cxvm stage2: FATAL: no /run/cxvm/plan.sh (results share not mounted?)"
 	exit 1
 fi
-hostname cxvm
-ln -sf /proc/self/mounts /run/mtab 2>/dev/null
-modprobe -q configfs && mount -t configfs configfs /sys/kernel/config 2>/dev/null
+mkdir -p /run/cxvm-logs /mnt/scratch
 
 . /run/cxvm/plan.sh
 export CXVM_SCRATCH_MNT=/mnt/scratch
-CXVM_KERNEL=$(uname -r)
+read -r CXVM_KERNEL </proc/sys/kernel/osrelease
 export CXVM_KERNEL
-echo "$(cut -d' ' -f1 /proc/uptime)" >/run/cxvm/ready
-echo "cxvm: guest up (kernel $CXVM_KERNEL, uptime $(cut -d' ' -f1 /proc/uptime)s)"
+read -r up _ </proc/uptime
+echo "$up" >/run/cxvm/ready
+echo "cxvm: guest up (kernel $CXVM_KERNEL, uptime ${up}s)"
 
 # The scratch disk (ext4, formatted by the host) whose virtio serial is $1.
 disk_by_serial() {
-	local b
-	for _ in $(seq 100); do
+	local b ser k
+	for ((k = 0; k < 100; k++)); do
 		for b in /sys/block/vd*; do
-			[ "$(cat "$b/serial" 2>/dev/null)" = "$1" ] && echo "/dev/${b##*/}" && return 0
+			ser=
+			read -r ser <"$b/serial" 2>/dev/null
+			[ "$ser" = "$1" ] && echo "/dev/${b##*/}" && return 0
 		done
 		sleep 0.1
 	done
@@ -92,7 +87,7 @@ while [ $i -lt ${#CXVM_PLAN[@]} ]; do
 		echo 125 >"$share/status.tmp" && mv "$share/status.tmp" "$share/status"
 		continue
 	fi
-	CXVM_SCRATCH_MAJMIN=$(cat "/sys/block/${CXVM_SCRATCH_DEV#/dev/}/dev")
+	read -r CXVM_SCRATCH_MAJMIN <"/sys/block/${CXVM_SCRATCH_DEV#/dev/}/dev"
 	export CXVM_SCRATCH_DEV CXVM_SCRATCH_MAJMIN
 	echo "cxvm: ===== scenario $name: start (scratch $CXVM_SCRATCH_DEV $CXVM_SCRATCH_MAJMIN)"
 	t0=${EPOCHREALTIME/./}

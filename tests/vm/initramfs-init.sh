@@ -40,5 +40,22 @@ mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work 
 mount --move /proc /newroot/proc
 mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
+
+# The runtime mounts stage 2 expects, done here with the in-RAM busybox (every exec from
+# the 9p root is slow under TCG). A systemd stage 2 would accept these as they are.
+n=/newroot
+mount -t tmpfs -o mode=755,nosuid,nodev tmpfs $n/run || die "tmpfs /run"
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs $n/tmp || die "tmpfs /tmp"
+mkdir -p $n/dev/pts $n/dev/shm $n/run/cxvm
+mount -t devpts -o gid=5,mode=620 devpts $n/dev/pts
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs $n/dev/shm
+mount -t cgroup2 -o nsdelegate cgroup2 $n/sys/fs/cgroup || die "cgroup2"
+mount -t tracefs tracefs $n/sys/kernel/tracing || die "tracefs"
+mount -t debugfs debugfs $n/sys/kernel/debug
+mount -t configfs configfs $n/sys/kernel/config
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 cxvm $n/run/cxvm ||
+	die "cannot mount the results share"
+ln -sf /proc/self/mounts $n/run/mtab
+hostname cxvm
 echo "cxvm stage1: switch_root to $stage2"
 exec switch_root /newroot /bin/bash "$stage2"

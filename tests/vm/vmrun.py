@@ -42,7 +42,8 @@ SKIP_CODE = 77
 TMP_PREFIX = "cxvm-"
 
 # Loaded in the initramfs, dependencies first (resolved with modinfo at build time).
-INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_blk", "ext4"]
+INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_blk", "ext4",
+                     "configfs"]
 
 
 def log(msg):
