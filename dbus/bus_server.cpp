@@ -58,15 +58,27 @@ CgroupPath cgroupOrThrow(const std::string& text) {
 
 // Runs a read handler: sdbus::Error passes through, everything else becomes Error.Failed
 // (sdbus-c++ 1.2 aborts the process on any other exception escaping a handler).
+using LogFn = std::function<void(BusLogLevel, const std::string&)>;
+
+void logSafely(const LogFn& log, BusLogLevel level, const std::string& message) {
+  if (!log) return;
+  try {
+    log(level, message);
+  } catch (...) {
+  }
+}
+
 template <class F>
-auto guarded(const char* method, F&& f) -> decltype(f()) {
+auto guarded(const LogFn& log, const char* method, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const sdbus::Error&) {
     throw;
   } catch (const std::exception& e) {
+    logSafely(log, BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
     throw sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what());
   } catch (...) {
+    logSafely(log, BusLogLevel::Warning, std::string(method) + ": internal error");
     throw sdbus::Error(kFailed, std::string(method) + ": internal error");
   }
 }
@@ -101,6 +113,10 @@ struct BusServer::Impl {
   void emitPolicyChanged(const std::string& cgroup, const std::string& knob,
                          const std::string& value, const std::string& source);
   void refreshProperties();
+  void note(BusLogLevel level, const std::string& message) {
+    logSafely(options.log, level, message);
+  }
+  void refuse(const std::shared_ptr<sdbus::Result<>>& result, const std::string& message);
 };
 
 namespace {
@@ -119,14 +135,14 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
   ManagerBackend& backend() { return impl_.backend; }
 
   std::map<std::string, sdbus::Variant> GetStatus(const wire::Options& options) override {
-    return guarded("GetStatus", [&] {
+    return guarded(impl_.options.log, "GetStatus", [&] {
       parseOptionsOrThrow(options, false);
       return wire::toWire(backend().status());
     });
   }
 
   std::vector<wire::Cgroup> ListCgroups(const wire::Options& options) override {
-    return guarded("ListCgroups", [&] {
+    return guarded(impl_.options.log, "ListCgroups", [&] {
       parseOptionsOrThrow(options, false);
       auto list = backend().listCgroups();
       if (!list) throw toSdbus(list.error());
@@ -137,7 +153,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
   }
 
   wire::Cgroup ShowCgroup(const std::string& cgroup, const wire::Options& options) override {
-    return guarded("ShowCgroup", [&] {
+    return guarded(impl_.options.log, "ShowCgroup", [&] {
       auto path = cgroupOrThrow(cgroup);
       parseOptionsOrThrow(options, false);
       auto info = backend().showCgroup(path);
@@ -147,7 +163,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
   }
 
   std::vector<wire::Boost> ListBoosts(const wire::Options& options) override {
-    return guarded("ListBoosts", [&] {
+    return guarded(impl_.options.log, "ListBoosts", [&] {
       parseOptionsOrThrow(options, false);
       std::vector<wire::Boost> out;
       for (const auto& b : backend().listBoosts()) out.push_back(wire::toWire(b));
@@ -156,7 +172,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
   }
 
   std::vector<wire::Syncer> ListSyncers(const wire::Options& options) override {
-    return guarded("ListSyncers", [&] {
+    return guarded(impl_.options.log, "ListSyncers", [&] {
       parseOptionsOrThrow(options, false);
       std::vector<wire::Syncer> out;
       for (const auto& s : backend().listSyncers()) out.push_back(wire::toWire(s));
@@ -165,7 +181,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
   }
 
   std::string GetMetrics(const wire::Options& options) override {
-    return guarded("GetMetrics", [&] {
+    return guarded(impl_.options.log, "GetMetrics", [&] {
       parseOptionsOrThrow(options, false);
       return backend().metrics();
     });
@@ -250,16 +266,17 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
 
   // Property getters run inside sdbus callbacks too: same rule, never let anything escape.
   std::string Version() override {
-    return guarded("Get(Version)", [&] { return backend().status().version; });
+    return guarded(impl_.options.log, "Get(Version)", [&] { return backend().status().version; });
   }
   std::string Detector() override {
-    return guarded("Get(Detector)", [&] { return backend().status().detector; });
+    return guarded(impl_.options.log, "Get(Detector)", [&] { return backend().status().detector; });
   }
   bool DryRun() override {
-    return guarded("Get(DryRun)", [&] { return backend().status().dryRun; });
+    return guarded(impl_.options.log, "Get(DryRun)", [&] { return backend().status().dryRun; });
   }
   uint32_t ActiveBoosts() override {
-    return guarded("Get(ActiveBoosts)", [&] { return backend().status().activeBoosts; });
+    return guarded(impl_.options.log, "Get(ActiveBoosts)",
+                   [&] { return backend().status().activeBoosts; });
   }
 
   BusServer::Impl& impl_;
@@ -281,6 +298,12 @@ BusServer::Impl::~Impl() {
   adaptor.reset();
 }
 
+void BusServer::Impl::refuse(const std::shared_ptr<sdbus::Result<>>& result,
+                             const std::string& message) {
+  note(BusLogLevel::Info, "refused: " + message);
+  replyError(result, accessDenied(message));
+}
+
 void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
                                   const std::function<Mutation()>& prepare) {
   auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
@@ -293,6 +316,7 @@ void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
   } catch (const sdbus::Error& e) {
     replyError(shared, e);
   } catch (const std::exception& e) {
+    note(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
     replyError(shared,
                sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
   } catch (...) {
@@ -311,7 +335,7 @@ void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
   }
   if (sender.empty()) {
     // A direct (peer-to-peer) connection has no bus driver; we never export on one.
-    replyError(result, accessDenied("Cannot identify the caller (no sender on the message)"));
+    refuse(result, "Cannot identify the caller (no sender on the message)");
     return;
   }
   busDriver->callMethodAsync("GetConnectionUnixUser")
@@ -321,7 +345,7 @@ void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
       .uponReplyInvoke([this, result, m, sender](const sdbus::Error* err, uint32_t uid) {
         try {
           if (err) {
-            replyError(result, accessDenied("Cannot identify the caller: " + err->getMessage()));
+            refuse(result, "Cannot identify the caller: " + err->getMessage());
             return;
           }
           askPolkit(result, m, sender, uid);
@@ -341,7 +365,7 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
     return;
   }
   if (first.verdict == AuthDecision::Verdict::Deny) {
-    replyError(result, accessDenied(first.message));
+    refuse(result, first.message);
     return;
   }
   using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
@@ -365,7 +389,7 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
             if (answer == PolkitAnswer::Failed && err) {
               d.message += " (" + err->getName() + ": " + err->getMessage() + ")";
             }
-            replyError(result, accessDenied(d.message));
+            refuse(result, d.message);
           }
         } catch (...) {
           replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
@@ -380,13 +404,19 @@ void BusServer::Impl::finish(const std::shared_ptr<sdbus::Result<>>& result, con
     status = m.apply(ChangeOptions{m.options.runtime, uid});
   } catch (const std::exception& e) {
     status = makeError(m.what + ": internal error: " + e.what(), EIO);
+    note(BusLogLevel::Warning, status.error().message);
   } catch (...) {
     status = makeError(m.what + ": internal error", EIO);
+    note(BusLogLevel::Warning, status.error().message);
   }
   if (!status) {
     replyError(result, toSdbus(status.error()));
     return;
   }
+  std::string done = "uid " + std::to_string(uid) + ": " + m.what;
+  if (!m.knob.empty()) done += " to " + m.value;
+  if (m.options.runtime) done += " (runtime)";
+  note(BusLogLevel::Notice, done);
   try {
     result->returnResults();
   } catch (...) {

@@ -18,6 +18,7 @@
 // Threading: everything (create, process, the ManagerEvents calls, destruction) on one thread.
 // No sdbus-c++ types leak out of this header.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,8 +48,14 @@ struct BusTarget {
   std::string describe() const;  // "system", "session", or the address
 };
 
+enum class BusLogLevel { Info, Notice, Warning };
+
 struct BusServerOptions {
   BusTarget bus;
+  // Where the server's own log lines go (the daemon routes them to spdlog/journald):
+  // Notice for every change made (who, what), Info for refused calls, Warning for internal
+  // errors caught in a handler. Unset: silent. Called on the loop thread; must not throw.
+  std::function<void(BusLogLevel, const std::string&)> log;
   std::string busName = kBusName;  // the well-known name to request
   // Test hooks. Production leaves these alone.
   std::string polkitBusName = "org.freedesktop.PolicyKit1";  // where CheckAuthorization goes

@@ -63,6 +63,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.bus = BusTarget::at(address);
+  options.log = [](BusLogLevel level, const std::string& message) {
+    const char* tag = level == BusLogLevel::Warning  ? "warning"
+                      : level == BusLogLevel::Notice ? "notice"
+                                                     : "info";
+    std::fprintf(stderr, "%s: %s\n", tag, message.c_str());
+  };
 
   sigset_t mask;
   sigemptyset(&mask);
