@@ -443,6 +443,8 @@ TEST_F(DbusServer, BadInputGetsTheRightErrorAndChangesNothing) {
   // A backend that throws: Error.Failed, and the server lives on (sdbus-c++ 1.2 would abort).
   EXPECT_EQ(rawCall("SetIsolation", std::string("/broken.slice"), true, Opts{}),
             "org.cxiosync1.Error.Failed");
+  EXPECT_EQ(rawCall("ShowCgroup", std::string("/broken.slice"), Opts{}),
+            "org.cxiosync1.Error.Failed");
   EXPECT_TRUE(env().serverAlive());
   EXPECT_EQ(state(), before);
 }

@@ -104,6 +104,7 @@ Result<std::vector<CgroupInfo>> FakeBackend::listCgroups() {
 
 Result<CgroupInfo> FakeBackend::showCgroup(const CgroupPath& cgroup) {
   if (!tree_.count(cgroup)) return noSuchCgroup("No cgroup " + cgroup.display());
+  if (cgroup == P("/broken.slice")) throw std::runtime_error("fake backend exploded on a read");
   return info(cgroup);
 }
 

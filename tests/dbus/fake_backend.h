@@ -4,8 +4,8 @@
 // timestamps and durations) so `--json` output can be compared with golden files.
 //
 // Special cgroups: "/legacy.slice" answers every change with NotSupported; "/broken.slice"
-// throws std::runtime_error from every change (the adaptor must turn it into Error.Failed
-// and the server must survive).
+// throws std::runtime_error from every change and from ShowCgroup (the adaptor must turn it
+// into Error.Failed and the server must survive).
 #include <map>
 
 #include "dbus/manager_backend.h"
