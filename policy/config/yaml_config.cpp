@@ -1,11 +1,5 @@
 #include "policy/config/yaml_config.h"
 
-// yaml-cpp 0.7's node/impl.h trips g++ 12's -Wdangling-pointer at -O2 (a false positive on
-// its temporary node_ref handling); the warning fires after inlining, so it is silenced for this
-// whole translation unit rather than around the include.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#endif
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
@@ -72,15 +66,18 @@ Status forEachKey(
     const Locator& loc, const YAML::Node& map, const std::string& path,
     const std::function<Status(const std::string&, const YAML::Node&, const YAML::Node&)>& fn) {
   std::set<std::string> seen;
+  // Copy key and value: yaml-cpp's iterator returns them inside a temporary proxy, so a
+  // reference to `it->first` dangles at the end of the statement (ASan: stack-use-after-scope).
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node& key = it->first;
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
     if (!key.IsScalar()) {
       return loc.at(key.Mark(), path, "keys must be plain names, found " + nodeKind(key));
     }
     const std::string& name = key.Scalar();
     const std::string keyPath = path.empty() ? name : path + "." + name;
     if (!seen.insert(name).second) return loc.at(key.Mark(), keyPath, "duplicate key");
-    auto st = fn(name, key, it->second);
+    auto st = fn(name, key, value);
     if (!st) return st;
   }
   return Ok{};
