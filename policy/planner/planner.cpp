@@ -928,12 +928,16 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
                                  active[i].original, EndReason::CgroupGone});
   }
 
-  std::stable_sort(s.out.begin(), s.out.end(), [](const Decision& a, const Decision& b) {
-    return decisionRank(a) < decisionRank(b);
-  });
+  // Restores, updates, starts, refusals; each group in the order produced (4 linear passes
+  // instead of a stable sort: decisions are large to move).
   PlanResult result;
-  result.decisions = std::move(s.out);
-  s.out = std::vector<Decision>();
+  result.decisions.reserve(s.out.size());
+  for (int rank = 0; rank < 4; ++rank) {
+    for (Decision& d : s.out) {
+      if (decisionRank(d) == rank) result.decisions.push_back(std::move(d));
+    }
+  }
+  s.out.clear();
   result.nextWakeup = wakeup;
   return result;
 }

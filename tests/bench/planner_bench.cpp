@@ -1,11 +1,11 @@
 // Planner benchmark: one planner step over N cgroups and 100 syncers (N = 1k, 5k, 10k).
 // Prints a table and writes JSON (argv[1], default planner_bench.json). Not a timed test.
 //
-// World per N: 100 slices /sNN, each with N/100 - 1 children; every second child is limited
-// on 254:0 (wbps 1 MiB/s), every tenth also on 8:0 (wiops 200); every tenth child holds
-// 32 MiB dirty. 100 syncers, each in its own cgroup /system.slice/svcK: 70 sync() without
-// tracefs data (memory.stat heuristic), 20 sync() with writeback_queue data naming 5 dirty
-// cgroups, 10 syncfs() on a loop device 7:0 backed by 254:0.
+// World per N: 100 slices /sNN, each with N/100 - 1 children. "stress": every second child is
+// limited on 254:0 (wbps 1 MiB/s), every tenth also on 8:0 (wiops 200); every tenth child holds 32
+// MiB dirty ("typical" 10k: every tenth limited, every 100th dirty). 100 syncers, each in its own
+// cgroup /system.slice/svcK: 70 sync() without tracefs data (memory.stat heuristic), 20 sync() with
+// writeback_queue data naming 5 dirty cgroups, 10 syncfs() on a loop device 7:0 backed by 254:0.
 //
 // Phases: "first" = fresh planner, nothing boosted yet (every dirtier gets a StartBoost);
 // "steady" = the same syncers still waiting, all boosts in force (no decisions expected);
@@ -94,7 +94,7 @@ Syncer makeSyncer(World& w, int k, const std::vector<uint64_t>& dirtyInodes) {
   return s;
 }
 
-World build(int nCgroups) {
+World build(int nCgroups, int limitEvery, int dirtyEvery) {
   World w;
   w.snap.now = TimePoint(std::chrono::hours(1));
   w.policy.syncIsolation.value = true;
@@ -121,15 +121,15 @@ World build(int nCgroups) {
     add(slice);
     for (int j = 0; j < perSlice; ++j) {
       auto& st = add(slice + "/c" + std::to_string(j));
-      if (j % 2 == 0) {
+      if (j % limitEvery == 0) {
         st.ioMax.push_back(
             IoMaxEntry{DevNum{254, 0}, IoLimits{kUnlimited, MiB, kUnlimited, kUnlimited}});
       }
-      if (j % 10 == 0) {
+      if (j % (limitEvery * 5) == 0) {
         st.ioMax.push_back(
             IoMaxEntry{DevNum{8, 0}, IoLimits{kUnlimited, kUnlimited, kUnlimited, 200}});
       }
-      if (j % 10 == 0) {
+      if (j % dirtyEvery == 0) {
         st.fileDirty = 32 * MiB;
         dirtyInodes.push_back(st.inode);
       }
@@ -203,14 +203,16 @@ Sample measure(World& w, int iterations, Prepare&& prepare, GetPlanner&& planner
 }
 
 struct Row {
+  const char* world = "";
   int cgroups = 0;
   size_t limits = 0, dirtiers = 0, boosts = 0;
   Sample first, steady, churn;
 };
 
-Row run(int n) {
+Row run(const char* label, int n, int limitEvery, int dirtyEvery) {
   Row row;
-  World w = build(n);
+  row.world = label;
+  World w = build(n, limitEvery, dirtyEvery);
   for (const auto& [p, st] : w.snap.cgroups) {
     row.limits += st.ioMax.size();
     row.dirtiers += st.fileDirty >= w.settings.minDirtyBytes;
@@ -252,12 +254,14 @@ int main(int argc, char** argv) {
   using namespace cxiosync;
   const std::string out = argc > 1 ? argv[1] : "planner_bench.json";
   std::vector<Row> rows;
-  for (int n : {1000, 5000, 10000}) rows.push_back(run(n));
+  // stress: every 2nd leaf limited, every 10th dirty; typical: every 10th / 100th.
+  for (int n : {1000, 5000, 10000}) rows.push_back(run("stress", n, 2, 10));
+  rows.push_back(run("typical", 10000, 10, 100));
 
   std::printf(
       "planner step, 100 syncers: median thread-CPU us | median wall us | allocations/step\n");
-  std::printf("%8s %7s %8s %7s | %-28s | %-28s | %-28s\n", "cgroups", "limits", "dirtiers",
-              "boosts", "first (all boosts new)", "steady (nothing to do)",
+  std::printf("%-8s %8s %7s %8s %7s | %-28s | %-28s | %-28s\n", "world", "cgroups", "limits",
+              "dirtiers", "boosts", "first (all boosts new)", "steady (nothing to do)",
               "churn (1 leaves, 1 joins)");
   auto cell = [](const Sample& s) {
     char buf[64];
@@ -266,12 +270,13 @@ int main(int argc, char** argv) {
     return std::string(buf);
   };
   for (const Row& r : rows) {
-    std::printf("%8d %7zu %8zu %7zu | %-28s | %-28s | %-28s\n", r.cgroups, r.limits, r.dirtiers,
-                r.boosts, cell(r.first).c_str(), cell(r.steady).c_str(), cell(r.churn).c_str());
+    std::printf("%-8s %8d %7zu %8zu %7zu | %-28s | %-28s | %-28s\n", r.world, r.cgroups, r.limits,
+                r.dirtiers, r.boosts, cell(r.first).c_str(), cell(r.steady).c_str(),
+                cell(r.churn).c_str());
   }
-  if (rows.size() >= 2) {
+  if (rows.size() >= 3) {
     const Row& a = rows.front();
-    const Row& b = rows.back();
+    const Row& b = rows[2];
     std::printf("linearity (cpu): %.1fx cgroups -> first %.1fx, steady %.1fx, churn %.1fx\n",
                 double(b.cgroups) / a.cgroups, b.first.cpuUs / a.first.cpuUs,
                 b.steady.cpuUs / a.steady.cpuUs, b.churn.cpuUs / a.churn.cpuUs);
@@ -287,8 +292,9 @@ int main(int argc, char** argv) {
          << ", \"allocs_per_step\": " << s.allocsPerStep << ", \"decisions\": " << s.decisions
          << "}";
     };
-    js << "    {\n      \"cgroups\": " << r.cgroups << ", \"limits\": " << r.limits
-       << ", \"dirtiers\": " << r.dirtiers << ", \"boosts\": " << r.boosts << ",\n";
+    js << "    {\n      \"world\": \"" << r.world << "\", \"cgroups\": " << r.cgroups
+       << ", \"limits\": " << r.limits << ", \"dirtiers\": " << r.dirtiers
+       << ", \"boosts\": " << r.boosts << ",\n";
     sample("first", r.first);
     js << ",\n";
     sample("steady", r.steady);
