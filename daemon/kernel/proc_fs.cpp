@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -176,26 +177,58 @@ int64_t statNumThreads(std::string_view stat) {
 
 namespace {
 
-// Reads a small procfs file at dirfd/rel into buf; returns the length or -1.
-ssize_t readSmallAt(int dirfd, const char* rel, char* buf, size_t cap) {
-  int fd = ::openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -1;
-  ssize_t n = ::read(fd, buf, cap);
-  ::close(fd);
-  return n;
+// Cache keys: process-level /proc/PID/stat and thread-level task/TID/stat of the same
+// number are different files.
+int64_t processKey(int64_t pid) {
+  return pid * 2;
+}
+int64_t threadKey(int64_t tid) {
+  return tid * 2 + 1;
 }
 
 }  // namespace
 
+size_t ProcFs::statFdCacheLimit() const {
+  if (cacheLimit_ == 0) {
+    struct rlimit rl {};
+    size_t soft = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 ? static_cast<size_t>(rl.rlim_cur) : 1024;
+    cacheLimit_ = soft > 512 ? soft - 256 : 1;  // 1: effectively no caching
+  }
+  return cacheLimit_;
+}
+
+ssize_t ProcFs::readStatCached(int dirfd, int64_t key, const char* rel, char* buf,
+                               size_t cap) const {
+  auto it = statCache_.find(key);
+  if (it != statCache_.end()) {
+    ssize_t n = ::pread(it->second.fd.get(), buf, cap, 0);
+    if (n > 0) {
+      it->second.pass = pass_;
+      return n;
+    }
+    statCache_.erase(it);  // dead task (ESRCH) or reused number: reopen below
+  }
+  int fd = ::openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  ssize_t n = ::pread(fd, buf, cap, 0);
+  if (n > 0 && statCache_.size() < statFdCacheLimit()) {
+    statCache_.emplace(key, CachedStat{UniqueFd(fd), pass_});
+  } else {
+    ::close(fd);
+  }
+  return n;
+}
+
 Result<uint64_t> ProcFs::forEachThread(const std::function<void(const ThreadView&)>& fn) const {
   auto pids = listPids();
   if (!pids) return pids.error();
+  ++pass_;
   uint64_t processes = 0;
   char buf[1024];
   char rel[64];
   for (int64_t pid : *pids) {
     std::snprintf(rel, sizeof rel, "%lld/stat", static_cast<long long>(pid));
-    ssize_t n = readSmallAt(rootFd_.get(), rel, buf, sizeof buf);
+    ssize_t n = readStatCached(rootFd_.get(), processKey(pid), rel, buf, sizeof buf);
     if (n <= 0) continue;
     ++processes;
     std::string_view st(buf, static_cast<size_t>(n));
@@ -213,10 +246,18 @@ Result<uint64_t> ProcFs::forEachThread(const std::function<void(const ThreadView
       int64_t tid = parseDecimalName(e.name);
       if (tid <= 0) continue;
       std::snprintf(rel, sizeof rel, "%lld/stat", static_cast<long long>(tid));
-      ssize_t m = readSmallAt(task.get(), rel, buf, sizeof buf);
+      ssize_t m = readStatCached(task.get(), threadKey(tid), rel, buf, sizeof buf);
       if (m <= 0) continue;
       std::string_view ts(buf, static_cast<size_t>(m));
       fn(ThreadView{pid, tid, statStateOf(ts), ts});
+    }
+  }
+  // Close the files of tasks not seen in this pass.
+  for (auto it = statCache_.begin(); it != statCache_.end();) {
+    if (it->second.pass != pass_) {
+      it = statCache_.erase(it);
+    } else {
+      ++it;
     }
   }
   return processes;

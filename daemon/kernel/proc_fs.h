@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/kernel/fs.h"
@@ -62,9 +63,11 @@ class ProcFs {
 
   // The scan's fast path: calls fn for every thread with its raw stat line and state. A
   // single-threaded process costs one read (/proc/PID/stat, num_threads = 1); others one
-  // task/ listing plus one read per thread through a per-process directory fd. No heap
-  // allocation per thread. Threads that vanish mid-scan are skipped. Returns the number
-  // of processes visited.
+  // task/ listing plus one read per thread. The stat files stay open between scans (one
+  // pread(2) per thread and pass instead of open+read+close; an fd of a dead task reads
+  // ESRCH and is reopened, so a reused tid is never read through the old task), up to
+  // statFdCacheLimit() fds (RLIMIT_NOFILE soft limit - 256); beyond that files are opened
+  // per read. Threads that vanish mid-scan are skipped. Returns the number of processes.
   struct ThreadView {
     int64_t pid = 0;
     int64_t tid = 0;
@@ -73,11 +76,24 @@ class ProcFs {
   };
   virtual Result<uint64_t> forEachThread(const std::function<void(const ThreadView&)>& fn) const;
 
+  size_t statFdCacheSize() const { return statCache_.size(); }
+  size_t statFdCacheLimit() const;
+  void dropStatFdCache() const { statCache_.clear(); }
+
   // /proc/self/mountinfo text (for device-of-path lookups).
   Result<std::string> readSelfMountInfo() const;
 
  private:
   Result<std::string> readRel(const std::string& rel) const;
+  struct CachedStat {
+    UniqueFd fd;
+    uint64_t pass = 0;
+  };
+  // key: pid * 2 for /proc/PID/stat, tid * 2 + 1 for /proc/PID/task/TID/stat.
+  ssize_t readStatCached(int dirfd, int64_t key, const char* rel, char* buf, size_t cap) const;
+  mutable std::unordered_map<int64_t, CachedStat> statCache_;
+  mutable uint64_t pass_ = 0;
+  mutable size_t cacheLimit_ = 0;
   UniqueFd rootFd_;
   std::string root_;
 };

@@ -7,6 +7,7 @@
 // Prints a table; writes JSON to argv[1] (default detect_bench.json).
 //   build/tests/bench/detect_bench [out.json] [--no-real-threads]
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -186,6 +187,13 @@ int main(int argc, char** argv) {
       real = false;
     else
       out = a;
+  }
+  // As the daemon should (LimitNOFILE=): the procfs scan keeps one stat fd per thread.
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    std::printf("RLIMIT_NOFILE soft limit: %llu\n", static_cast<unsigned long long>(rl.rlim_cur));
   }
   std::vector<ScanResult> scans;
   scans.push_back(fakeProc(1000));

@@ -191,3 +191,30 @@ TEST(ProcDetectorFastPath, SingleThreadedProcessWithoutTaskDir) {
 
 }  // namespace
 }  // namespace cxiosync
+
+namespace cxiosync {
+namespace {
+
+TEST(ProcDetectorFastPath, StatFilesStayOpenBetweenScansAndCloseWhenGone) {
+  testing::FakeTree proc;
+  testing::addThread(proc, 100, 100, "a", 'S', testing::procSyscallLine(0), "/x");
+  testing::addThread(proc, 100, 101, "b", 'S', testing::procSyscallLine(0), "/x");
+  testing::addThread(proc, 200, 200, "c", 'S', testing::procSyscallLine(0), "/x");
+  auto p = ProcFs::open(proc.root());
+  ASSERT_TRUE(p.ok());
+  ProcDetector det(**p, ProcDetectorOptions{false, &kSyscallsX86_64, true});
+  ASSERT_TRUE(det.scan(true).ok());
+  const size_t open1 = (*p)->statFdCacheSize();
+  EXPECT_GE(open1, 5u);  // 100, 101, 200 (process level) + task 100, 101, 200
+  // The content of an open stat file is re-read on every pass.
+  testing::addThread(proc, 100, 101, "b", 'D', testing::procSyscallLine(162), "/x");
+  ASSERT_TRUE(det.scan(true).ok());
+  ASSERT_EQ(det.syncers().size(), 1u);
+  EXPECT_EQ((*p)->statFdCacheSize(), open1);
+  proc.remove("200");
+  ASSERT_TRUE(det.scan(true).ok());
+  EXPECT_LT((*p)->statFdCacheSize(), open1);
+}
+
+}  // namespace
+}  // namespace cxiosync

@@ -33,7 +33,7 @@ truncate -s 16M /mnt/part/imgB
 loopB=$(losetup -f --show /mnt/part/imgB) || cxvm_fail "losetup imgB"
 dm=
 if dmsetup create sense-lin --table "0 $((16 * 2048)) linear $loopB 0" 2>"$CXVM_OUT/dm.err"; then
-	dm=$(majmin "$(readlink -f /dev/mapper/sense-lin)")
+	dm=$(dmsetup info -c --noheadings -o major,minor --separator : sense-lin | tr -d ' ')
 fi
 cxvm_result_str vda "$CXVM_SCRATCH_MAJMIN"
 cxvm_result_str loopA "$(majmin "$loopA")"
