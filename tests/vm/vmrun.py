@@ -134,12 +134,17 @@ def uncompressed_kernel(image):
                 elf = None
     if not elf or elf[:4] != b"\x7fELF":
         return None
-    for old in glob.glob(os.path.join(d, "vmlinux-%s-*" % os.path.basename(image))):
-        os.unlink(old)
-    tmp = "%s.%d.tmp" % (out, os.getpid())
-    with open(tmp, "wb") as f:
-        f.write(elf)
-    os.rename(tmp, out)
+    try:
+        for old in glob.glob(os.path.join(d, "vmlinux-%s-*" % os.path.basename(image))):
+            if not old.endswith(".tmp"):  # another run may be writing its .tmp
+                os.unlink(old)
+        tmp = "%s.%d.tmp" % (out, os.getpid())
+        with open(tmp, "wb") as f:
+            f.write(elf)
+        os.rename(tmp, out)
+    except OSError as e:
+        log("cannot cache the uncompressed kernel (%s); booting the bzImage" % e)
+        return None
     return out
 
 
