@@ -245,10 +245,8 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
       if (v > UINT32_MAX) usage(2);
       o.blockSize = static_cast<uint32_t>(v);
     } else if (is("--direct-io")) {
-      auto mode = parseDirectIoMode(a == "--direct-io" &&
-                                            (i + 1 >= args.size() || args[i + 1].rfind("-", 0) == 0)
-                                        ? std::string("on")
-                                        : val("--direct-io"));
+      // As losetup: a bare --direct-io means on; otherwise --direct-io=auto|on|off.
+      auto mode = parseDirectIoMode(a == "--direct-io" ? std::string("on") : a.substr(12));
       if (!mode) return fail(mode.error());
       o.directIo = *mode;
     } else if (!a.empty() && a[0] == '-') {

@@ -9,7 +9,7 @@
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/loop_lib.inc"
 reps=${CXL_BENCH_REPS:-3}
-files=${CXL_BENCH_FILES:-384}
+files=${CXL_BENCH_FILES:-256}
 file_kib=${CXL_BENCH_FILE_KIB:-128}
 dirty=${CXL_BENCH_DIRTY_BYTES:-4194304}
 echo "$dirty" >/proc/sys/vm/dirty_bytes

@@ -24,8 +24,8 @@ done
 [ -x "$build/daemon/cxiosync-loop" ] || { echo "build cxiosync-loop first ($build)" >&2; exit 2; }
 res=$(mktemp -d /tmp/cxl-bench.XXXXXX)
 trap 'rm -rf "$res"' EXIT
-python3 "$src/tests/vm/vmrun.py" --build-dir "$build" --results-dir "$res" --quiet \
-	--timeout 1500 --scenario-timeout 1400 --disk-mb 1024 \
+python3 "$src/tests/vm/vmrun.py" --build-dir "$build" --results-dir "$res" \
+	--timeout 2400 --scenario-timeout 2300 --disk-mb 1024 \
 	--env "CXL_BENCH_REPS=$reps" "$src/tests/bench/loop_double_throttle.guest.sh"
 mkdir -p "$(dirname "$out")"
 python3 - "$res/loop_double_throttle.guest/result.json" "$out" <<'PY'
