@@ -50,6 +50,12 @@ uint64_t fingerprint(uint64_t holderHash, const DevNum& dev, RefuseReason why) {
              (uint64_t(why) + 1) * 0x100000001b3ull);
 }
 
+// file_dirty + file_writeback, saturating (the values come from text the kernel wrote).
+uint64_t dirtyBytes(const CgroupState& st) {
+  const uint64_t sum = st.fileDirty + st.fileWriteback;
+  return sum < st.fileDirty ? UINT64_MAX : sum;
+}
+
 std::string fmtLimit(uint64_t v) {
   return v == kUnlimited ? "max" : std::to_string(v);
 }
@@ -608,7 +614,7 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
     if (!s.heuristicSyncers.empty() && !s.lims.empty()) {
       for (uint32_t c = 0; c < nCg; ++c) {
         const CgroupState& st = s.cgState(c);
-        if (st.fileDirty + st.fileWriteback < settings.minDirtyBytes) continue;
+        if (dirtyBytes(st) < settings.minDirtyBytes) continue;
         forEachAncestorOrSelf(s.path(c).relative(), [&](std::string_view p) {
           int32_t h = s.findCg(p);
           if (h < 0) return;
@@ -656,7 +662,7 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
           if (found < 0) continue;  // not a cgroup we know
           const uint32_t c = uint32_t(found);
           const CgroupState& st = s.cgState(c);
-          const bool belowMin = st.fileDirty + st.fileWriteback < settings.minDirtyBytes;
+          const bool belowMin = dirtyBytes(st) < settings.minDirtyBytes;
           auto devs = snap.devices.below(bdi);
           devs.push_back(bdi);
           forEachAncestorOrSelf(s.path(c).relative(), [&](std::string_view p) {
@@ -770,7 +776,7 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
         if (belowMin) {
           say(RefuseReason::BelowMinDirty, [&] {
             const CgroupState& st = s.cgState(uint32_t(dirtier));
-            return dirtierPath.display() + " holds " + fmtBytes(st.fileDirty + st.fileWriteback) +
+            return dirtierPath.display() + " holds " + fmtBytes(dirtyBytes(st)) +
                    " dirty+writeback, below min_dirty_bytes " + fmtBytes(settings.minDirtyBytes);
           });
           return;
@@ -888,7 +894,7 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
         const CgroupState& ds =
             first.dirtier >= 0 ? s.cgState(uint32_t(first.dirtier)) : s.cgState(L.cg);
         std::string r = describeSyncer(trigger) + " waits on " + dirtierPath.display() + " (" +
-                        fmtBytes(ds.fileDirty + ds.fileWriteback) + " dirty+writeback)";
+                        fmtBytes(dirtyBytes(ds)) + " dirty+writeback)";
         if (dirtierPath != holder) r += ", limited at " + holder.display();
         r += " on " + L.dev.str() + ": " + limitChange(L.orig.limits, boosted);
         if (s.wanters.size() > 1) r += " (" + std::to_string(s.wanters.size()) + " syncers)";
