@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "daemon/detect/proc_detector.h"
 #include "policy/formats/trace_event.h"
@@ -44,6 +45,11 @@ std::vector<std::string> TraceDetector::eventsFor(bool watchFsync) {
     out.push_back(std::string("syscalls/sys_exit_") + syncSyscallText(s));
   }
   out.push_back("writeback/writeback_queue");
+  // sync(2) first wakes every flusher (wakeup_flusher_threads, WB_REASON_SYNC): the
+  // flusher's "start all" work shows as writeback_start reason=sync for each wb that had
+  // dirty inodes. When the flusher has already moved them all under writeback by the time
+  // sync queues its own works, there is no writeback_queue for that cgroup at all.
+  out.push_back("writeback/writeback_start");
   return out;
 }
 
@@ -177,6 +183,7 @@ void TraceDetector::feedLine(std::string_view line) {
       onLost(ev->lostEvents);
       return;
     case TraceEvent::Kind::Other:
+      if (ev->body.rfind("writeback_start: ", 0) == 0) onWritebackStart(line);
       return;
   }
 }
@@ -225,6 +232,27 @@ void TraceDetector::onWritebackQueue(int64_t tid, uint64_t cgroupIno, DevNum bdi
   }
   for (auto& [t, tr] : tracked_) {
     if (waitsOnWriteback(tr.syncer.syscall)) add(tr.syncer);
+  }
+}
+
+void TraceDetector::onWritebackStart(std::string_view line) {
+  // Same event class and format as writeback_queue (writeback_work_class): reuse its parser.
+  auto pos = line.find("writeback_start: ");
+  if (pos == std::string_view::npos) return;
+  std::string copy(line);
+  copy.replace(pos, std::strlen("writeback_start"), "writeback_queue");
+  auto ev = parseTraceLine(copy);
+  if (!ev || ev->kind != TraceEvent::Kind::WritebackQueue) return;
+  if (ev->reason != "sync" || !ev->cgroupIno || !ev->bdi) return;
+  // Emitted by a flusher kworker for sync(2)'s wakeup: every current sync() caller.
+  for (auto& [t, tr] : tracked_) {
+    if (tr.syncer.syscall != SyncSyscall::Sync) continue;
+    std::pair<uint64_t, DevNum> w{*ev->cgroupIno, *ev->bdi};
+    auto& v = tr.syncer.waitsOn;
+    if (std::find(v.begin(), v.end(), w) == v.end()) {
+      v.push_back(w);
+      markChanged();
+    }
   }
 }
 

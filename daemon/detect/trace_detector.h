@@ -6,7 +6,10 @@
 // Per thread: enter -> Syncer (pid, comm, cgroup read from /proc/TID/cgroup at once,
 // /proc start time remembered); exit -> gone. writeback_queue reason=sync cgroup_ino=N on
 // bdi X -> (N, X) added to Syncer.waitsOn of the emitting thread when it is a sync/syncfs
-// syncer, else to every current sync/syncfs syncer. Never loses an exit: "[LOST n EVENTS]"
+// syncer, else to every current sync/syncfs syncer; writeback_start reason=sync (the
+// flusher's work for sync(2)'s wakeup_flusher_threads) -> to every current sync() caller.
+// waitsOn is a lower bound: pages already under writeback when a sync starts are waited
+// on without any event naming their cgroup. Never loses an exit: "[LOST n EVENTS]"
 // triggers an immediate reconcile against /proc plus a /proc scan for missed entries, and
 // reconcile() (called on every tick) drops threads that died, were reused (start time
 // differs) or are no longer inside the syscall.
@@ -80,6 +83,7 @@ class TraceDetector : public SyncDetector {
   void onEnter(int64_t tid, const std::string& comm, SyncSyscall sc, std::optional<int64_t> fd);
   void onExit(int64_t tid, SyncSyscall sc);
   void onWritebackQueue(int64_t tid, uint64_t cgroupIno, DevNum bdi);
+  void onWritebackStart(std::string_view line);
   void onLost(uint64_t n);
   // After lost events: adds threads found inside a watched syscall in /proc.
   void rescanProc();

@@ -7,6 +7,7 @@ build=${1:?usage: detect_latency.sh BUILD_DIR [OUT.json]}
 out=${2:-detect_latency.json}
 here=$(cd "$(dirname "$0")" && pwd)
 res=$(mktemp -d)
-python3 "$here/../vm/vmrun.py" --build-dir "$build" --results-dir "$res" --timeout 600 sense_latency
+python3 "$here/../vm/vmrun.py" --build-dir "$build" --results-dir "$res" --timeout 900 \
+	--scenario-timeout 800 sense_latency
 cp "$res/sense_latency/latency.json" "$out"
 echo "wrote $out"

@@ -102,6 +102,26 @@ TEST_F(TraceDetectorTest, WritebackFromAnotherThreadGoesToAllSyncSyncers) {
   EXPECT_EQ(s[1].cgroup.display(), "/cg1");  // a self-sync is reported as such
 }
 
+TEST_F(TraceDetectorTest, FlusherWritebackStartForSyncGoesToSyncCallers) {
+  TraceDetector det(*fs, opts());
+  det.feedLine(line("sync", 133, "sys_sync()"));
+  det.feedLine(line("app-flush", 141, "sys_syncfs(fd: 7)"));
+  auto start = [](const std::string& reason, uint64_t ino) {
+    return line("kworker/u4:2", 31,
+                "writeback_start: bdi 254:0: sb_dev 0:0 nr_pages=3072 sync_mode=0 kupdate=0 "
+                "range_cyclic=1 background=0 reason=" +
+                    reason + " cgroup_ino=" + std::to_string(ino));
+  };
+  det.feedLine(start("periodic", 50));
+  det.feedLine(start("sync", 23));
+  det.feedLine(start("sync", 23));
+  auto s = det.syncers();
+  ASSERT_EQ(s.size(), 2u);
+  ASSERT_EQ(s[0].waitsOn.size(), 1u);  // sync(): (23, 254:0)
+  EXPECT_EQ(s[0].waitsOn[0], (std::pair<uint64_t, DevNum>{23, DevNum{254, 0}}));
+  EXPECT_TRUE(s[1].waitsOn.empty());  // syncfs does not wake the flushers
+}
+
 TEST_F(TraceDetectorTest, FsyncFamilyOnlyWhenWatched) {
   addThread(proc, 160, 160, "pg", 'D', procSyscallLine(74, 7), "/db");
   TraceDetector off(*fs, opts(false));
@@ -178,10 +198,11 @@ TEST_F(TraceDetectorTest, LostEventsReconcileAndRescan) {
 
 TEST(TraceDetectorEvents, EventList) {
   auto e = TraceDetector::eventsFor(false);
-  EXPECT_EQ(e, (std::vector<std::string>{"syscalls/sys_enter_sync", "syscalls/sys_exit_sync",
-                                         "syscalls/sys_enter_syncfs", "syscalls/sys_exit_syncfs",
-                                         "writeback/writeback_queue"}));
-  EXPECT_EQ(TraceDetector::eventsFor(true).size(), 13u);
+  EXPECT_EQ(e,
+            (std::vector<std::string>{"syscalls/sys_enter_sync", "syscalls/sys_exit_sync",
+                                      "syscalls/sys_enter_syncfs", "syscalls/sys_exit_syncfs",
+                                      "writeback/writeback_queue", "writeback/writeback_start"}));
+  EXPECT_EQ(TraceDetector::eventsFor(true).size(), 14u);
 }
 
 // --- instance management against a fake tracefs ---
@@ -240,6 +261,7 @@ TEST_F(TraceInstanceTest, StartEnablesEventsReadsPipeAndRemovesOnExit) {
     EXPECT_EQ(tracefs.read(base + "buffer_size_kb"), "256");
     EXPECT_EQ(tracefs.read(base + "events/syscalls/sys_enter_sync/enable"), "1");
     EXPECT_EQ(tracefs.read(base + "events/writeback/writeback_queue/enable"), "1");
+    EXPECT_EQ(tracefs.read(base + "events/writeback/writeback_start/enable"), "1");
     EXPECT_EQ(tracefs.read(base + "tracing_on"), "1");
     EXPECT_GE((*det)->fd(), 0);
     // start() already picked up threads sitting in sync in /proc (133, 141 syncfs, 150).
