@@ -27,9 +27,12 @@ bool isFlagChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.';
 }
 
-// "CPU:N [LOST M EVENTS]" / "CPU:N [LOST EVENTS]".
+// "CPU:N [LOST M EVENTS]" / "CPU:N [LOST EVENTS]", printed from column 0. Event lines
+// always start with padding (comm is right-aligned in 16 columns and at most 15 bytes), so
+// a task named "CPU:1 [LOST x" cannot pass for a marker.
 std::optional<Result<TraceEvent>> parseLost(std::string_view line) {
-  std::string_view s = detail::trimBlanks(line);
+  std::string_view s = line;
+  while (!s.empty() && detail::isBlank(s.back())) s.remove_suffix(1);
   if (!consumePrefix(s, "CPU:")) return std::nullopt;
   auto sp = s.find(' ');
   if (sp == std::string_view::npos) return std::nullopt;

@@ -5,7 +5,8 @@
 //   "            sync-133     [001] .....    12.345700: writeback_queue: bdi 254:0: sb_dev 254:0
 //        nr_pages=9223372036854775807 sync_mode=1 kupdate=0 range_cyclic=0 background=0
 //        reason=sync cgroup_ino=23"
-// plus "CPU:N [LOST M EVENTS]" (or "CPU:N [LOST EVENTS]": count unknown) overrun markers.
+// plus "CPU:N [LOST M EVENTS]" (or "CPU:N [LOST EVENTS]": count unknown) overrun markers,
+// recognised only from column 0 (event lines always start with comm padding).
 //
 // Line layout (kernel/trace/trace_output.c: trace_print_context):
 //   "%16s-%-7d " comm-tid, [optional "(%7d) " or "(-------) " tgid with record-tgid],

@@ -184,6 +184,18 @@ TEST(TraceEvent, LostEvents) {
   EXPECT_EQ(u->lostEvents, 0u);
 }
 
+TEST(TraceEvent, CommLookingLikeLostMarkerIsAnEvent) {
+  auto r = parseTraceLine("   CPU:1 [LOST x-77      [000] .....     1.000000: sys_sync()");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->kind, Kind::SyscallEnter);
+  EXPECT_EQ(r->comm, "CPU:1 [LOST x");
+  EXPECT_EQ(r->tid, 77);
+  auto m = parseTraceLine("CPU:0 [LOST 3 EVENTS]  ");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->kind, Kind::LostEvents);
+  EXPECT_EQ(m->lostEvents, 3u);
+}
+
 TEST(TraceEvent, OtherEvents) {
   for (const char* line :
        {"          <idle>-0       [000] d.h2.   100.000000: sched_wakeup: comm=sync pid=133",
