@@ -107,6 +107,10 @@ Result<std::unique_ptr<TraceDetector>> TraceDetector::start(TraceFs& tracefs, co
   if (auto st = tracefs.setBufferSizeKb(name, det->options_.bufferSizeKb); !st) {
     return st.error();
   }
+  // Wake the reader on every event; older kernels have no buffer_percent (fine).
+  if (auto st = tracefs.setBufferPercent(name, 0); !st && st.error().code != ENOENT) {
+    return st.error();
+  }
   for (const auto& ev : eventsFor(det->options_.watchFsync)) {
     if (auto st = tracefs.setEventEnabled(name, ev, true); !st) return st.error();
   }

@@ -53,7 +53,7 @@ class TraceDetector : public SyncDetector {
   DetectorKind kind() const override { return DetectorKind::Tracefs; }
   int fd() const override { return pipe_.get(); }
   void onReadable() override { drain(); }
-  Status tick(bool anythingCanMatter) override;  // = reconcile()
+  Status tick(bool anythingCanMatter) override;  // drain() + reconcile()
   std::vector<Syncer> syncers() const override;
 
   // Reads everything available from the pipe (non-blocking) and feeds it line by line.

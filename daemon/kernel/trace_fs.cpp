@@ -79,6 +79,10 @@ Status TraceFs::setTracingOn(const std::string& instance, bool on) {
   return writeInInstance(instance, tracefile::kTracingOn, on ? "1" : "0");
 }
 
+Status TraceFs::setBufferPercent(const std::string& instance, unsigned percent) {
+  return writeInInstance(instance, tracefile::kBufferPercent, std::to_string(percent));
+}
+
 Result<UniqueFd> TraceFs::openPipe(const std::string& instance) {
   if (!validInstanceName(instance)) return Error{EINVAL, "bad tracefs instance name " + instance};
   std::string rel = instRel(instance) + "/" + tracefile::kTracePipe;

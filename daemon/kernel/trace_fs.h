@@ -18,6 +18,7 @@ inline constexpr const char* kEnable = "enable";
 inline constexpr const char* kTracePipe = "trace_pipe";
 inline constexpr const char* kBufferSizeKb = "buffer_size_kb";
 inline constexpr const char* kTracingOn = "tracing_on";
+inline constexpr const char* kBufferPercent = "buffer_percent";
 }  // namespace tracefile
 
 inline constexpr const char* kDefaultTracefsRoot = "/sys/kernel/tracing";
@@ -37,6 +38,9 @@ class TraceFs {
   virtual Status setEventEnabled(const std::string& instance, const std::string& event, bool on);
   virtual Status setBufferSizeKb(const std::string& instance, unsigned kb);
   virtual Status setTracingOn(const std::string& instance, bool on);
+  // 0: poll() on trace_pipe wakes on the first event (since 6.1 poll honours
+  // buffer_percent, default 50). ENOENT on kernels without the file.
+  virtual Status setBufferPercent(const std::string& instance, unsigned percent);
   // instances/NAME/trace_pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC.
   virtual Result<UniqueFd> openPipe(const std::string& instance);
 
