@@ -23,6 +23,8 @@ constexpr std::chrono::milliseconds kMetricsInterval{5000};
 constexpr std::chrono::seconds kStartRetry{5};
 // Config files are re-read this long after the last inotify event (editors write in bursts).
 constexpr std::chrono::milliseconds kReloadDebounce{500};
+// Ticks slower than this are logged at debug level with where the time went.
+constexpr std::chrono::milliseconds kSlowTick{50};
 
 std::string syncerText(const Syncer& s) {
   return fmt::format("syncer_pid={} syncer_tid={} syncer_comm={} syncer_cgroup={} syscall={}",
@@ -57,6 +59,7 @@ void Daemon::rebuildPolicy() {
   PolicyLayers layers;
   layers.defaults = builtinPolicyDefaults();
   layers.yaml = config_.cgroups;
+  layers.runtime = runtimePolicy_;
   policyCache_.reset();
   resolver_ = std::make_unique<PolicyResolver>(layers);
   policyCache_ = std::make_unique<PolicyCache>(*resolver_);
@@ -218,6 +221,7 @@ void Daemon::tick() {
   if (stopping_) return;
   const TimePoint now = Clock::now();
   auto snap = sensors_->tick(now);
+  const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
       spdlog::error("cannot take a snapshot: {}", snap.error().message);
@@ -238,15 +242,26 @@ void Daemon::tick() {
     current.insert(key);
     if (!knownSyncers_.count(key)) {
       ++syncsSeen_[syncSyscallName(sy.syscall)];
-      spdlog::debug("syncer seen: {}", syncerText(sy));
+      spdlog::debug("syncer seen {:.1f} ms after it entered the call ({} waits-on)  {}",
+                    std::chrono::duration<double, std::milli>(now - sy.since).count(),
+                    sy.waitsOn.size(), syncerText(sy));
     }
   }
   knownSyncers_ = std::move(current);
 
   PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
   PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
+  const TimePoint tPlan = Clock::now();
   execute(plan, now);
+  const TimePoint tExec = Clock::now();
   armDeadline(plan.nextWakeup, now);
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  if (tExec - now > kSlowTick)
+    spdlog::debug(
+        "slow tick: snapshot {:.1f} ms, plan {:.1f} ms, execute {:.1f} ms "
+        "({} decisions, {} syncers)",
+        ms(tSnap - now), ms(tPlan - tSnap), ms(tExec - tPlan), plan.decisions.size(),
+        s.syncers.size());
 
   // Dirty/writeback of cgroups under a finite write limit (own or inherited).
   limitedBytes_.clear();
@@ -261,6 +276,13 @@ void Daemon::tick() {
   }
   writeMetrics(now, false);
   updateStatus();
+  if (observer_) observer_->afterTick(s, plan);
+}
+
+void Daemon::setRuntimePolicy(std::map<CgroupPath, PolicySettings> layer) {
+  runtimePolicy_ = std::move(layer);
+  rebuildPolicy();
+  if (executor_ && sensors_ && loop_ && !stopping_) tick();
 }
 
 void Daemon::armDeadline(std::optional<TimePoint> at, TimePoint now) {
@@ -320,6 +342,11 @@ void Daemon::logRefusal(const Refuse& r) {
 
 void Daemon::writeMetrics(TimePoint now, bool force) {
   if (!force && !metrics_.due(now)) return;
+  if (auto w = metrics_.write(formatMetrics(metricsSnapshot(now)), now); !w)
+    spdlog::debug("cannot write metrics: {}", w.error().message);
+}
+
+MetricsSnapshot Daemon::metricsSnapshot(TimePoint now) const {
   MetricsSnapshot m;
   m.detector = detectorKindName(sensors_->detectorKind());
   const auto& st = executor_->stats();
@@ -333,8 +360,7 @@ void Daemon::writeMetrics(TimePoint now, bool force) {
   m.errors = st.failures;
   m.cgroupsWatched = cgroupsWatched_;
   m.limitedCgroups = limitedBytes_;
-  if (auto w = metrics_.write(formatMetrics(m), now); !w)
-    spdlog::debug("cannot write metrics: {}", w.error().message);
+  return m;
 }
 
 void Daemon::onSignal(const signalfd_siginfo& si) {
@@ -375,6 +401,7 @@ void Daemon::reload(const char* why) {
   spdlog::info("configuration reloaded from {} file(s)", config_.files.size());
   lastStatus_ = statusLine();
   notifier_.ready(lastStatus_);
+  if (observer_) observer_->afterReload();
   tick();
 }
 

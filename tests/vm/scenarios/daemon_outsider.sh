@@ -3,6 +3,13 @@
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/daemon_common.inc"
 MIB=${CXD_DIRTY_MIB:-16}
+# A boost to 2 MiB/s (not max) keeps the boosted sync running for seconds: time to act
+# in the middle of the boost.
+cxd_config <<'YAML'
+cgroups:
+  /:
+    boost_ceiling: 2MiB/s
+YAML
 cxvm_cgroup_setup
 cxvm_cg_create cg1 cg2
 cxvm_io_max cg1 "wbps=1048576"
