@@ -40,7 +40,10 @@ one_run() {
 	echo $(((t1 - t0) / 1000))
 }
 
-raw=() buf=() cx=() cx_dio=() buf_dio=()
+raw=() buf=() cx=() cx_dio=() buf_dio=() buf_cache=() cx_cache=()
+# Bytes of the backing image in the page cache after the run: the second copy a buffered
+# loop device keeps (direct I/O keeps none).
+cached() { fincore -b -n -o RES "$1" 2>/dev/null | tr -d ' ' || echo null; }
 umount "$CXVM_SCRATCH_MNT"
 for r in $(seq "$reps"); do
 	# raw: the whole scratch disk
@@ -56,15 +59,17 @@ for r in $(seq "$reps"); do
 	dev=$(losetup -f --show --direct-io=off "$img") || cxvm_fail "losetup"
 	buf_dio+=("$(cxl_sys "$dev" loop/dio)")
 	ms=$(one_run "$dev") || cxvm_fail "buffered run $r"
+	buf_cache+=("$(cached "$img")")
 	losetup -d "$dev"
 	buf+=("$ms")
-	cxvm_log "round $r loop buffered: $ms ms"
+	cxvm_log "round $r loop buffered: $ms ms, backing file cached ${buf_cache[-1]} bytes"
 	dev=$(cxl add "$img") || cxvm_fail "cxiosync-loop add"
 	cx_dio+=("$(cxl_sys "$dev" loop/dio)")
 	ms=$(one_run "$dev") || cxvm_fail "cxiosync run $r"
+	cx_cache+=("$(cached "$img")")
 	cxl detach "$dev" >/dev/null || cxvm_fail "detach"
 	cx+=("$ms")
-	cxvm_log "round $r loop cxiosync (dio=${cx_dio[-1]}): $ms ms"
+	cxvm_log "round $r loop cxiosync (dio=${cx_dio[-1]}): $ms ms, backing file cached ${cx_cache[-1]} bytes"
 	umount "$CXVM_SCRATCH_MNT"
 done
 js() { local IFS=,; echo "[$*]"; }
@@ -73,5 +78,7 @@ cxvm_result loop_buffered_ms "$(js "${buf[@]}")"
 cxvm_result loop_cxiosync_ms "$(js "${cx[@]}")"
 cxvm_result loop_buffered_dio "$(js "${buf_dio[@]}")"
 cxvm_result loop_cxiosync_dio "$(js "${cx_dio[@]}")"
+cxvm_result loop_buffered_backing_cached "$(js "${buf_cache[@]}")"
+cxvm_result loop_cxiosync_backing_cached "$(js "${cx_cache[@]}")"
 cxl_no_leaks
 cxvm_log ok

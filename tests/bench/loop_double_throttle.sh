@@ -31,9 +31,11 @@ mkdir -p "$(dirname "$out")"
 python3 - "$res/loop_double_throttle.guest/result.json" "$out" <<'PY'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
-rows = [("raw", "raw disk (ext4 on virtio)", r["raw_ms"]),
-        ("loop_buffered", "kernel loop, buffered", r["loop_buffered_ms"]),
-        ("loop_cxiosync", "loop by cxiosync (direct I/O)", r["loop_cxiosync_ms"])]
+rows = [("raw", "raw disk (ext4 on virtio)", r["raw_ms"], None),
+        ("loop_buffered", "kernel loop, buffered", r["loop_buffered_ms"],
+         r.get("loop_buffered_backing_cached")),
+        ("loop_cxiosync", "loop by cxiosync (direct I/O)", r["loop_cxiosync_ms"],
+         r.get("loop_cxiosync_backing_cached"))]
 raw_med = statistics.median(r["raw_ms"])
 out = {"benchmark": "loop_double_throttle", "kernel": r.get("kernel"),
        "dirty_bytes": r["dirty_bytes"], "total_bytes": r["total_bytes"], "files": r["files"],
@@ -42,12 +44,14 @@ out = {"benchmark": "loop_double_throttle", "kernel": r.get("kernel"),
 print("mkfs + mount + write %d files (%d MiB, %.0fx vm.dirty_bytes=%d KiB) + umount, kernel %s"
       % (r["files"], r["total_bytes"] >> 20, r["total_bytes"] / r["dirty_bytes"],
          r["dirty_bytes"] >> 10, r.get("kernel")))
-print("%-32s %8s %8s %8s %9s" % ("", "min ms", "median", "max ms", "x raw"))
-for key, label, v in rows:
+print("%-32s %8s %8s %8s %9s %14s" % ("", "min ms", "median", "max ms", "x raw",
+                                       "backing cached"))
+for key, label, v, cache in rows:
     med = statistics.median(v)
     out["rows"][key] = {"label": label, "ms": v, "min": min(v), "median": med, "max": max(v),
-                        "ratio_to_raw": round(med / raw_med, 3)}
-    print("%-32s %8d %8d %8d %8.2fx" % (label, min(v), med, max(v), med / raw_med))
+                        "ratio_to_raw": round(med / raw_med, 3), "backing_cached_bytes": cache}
+    c = "-" if not cache else "%.1f MiB" % (statistics.median(cache) / 1048576.0)
+    print("%-32s %8d %8d %8d %8.2fx %14s" % (label, min(v), med, max(v), med / raw_med, c))
 json.dump(out, open(sys.argv[2], "w"), indent=2)
 print("JSON: " + sys.argv[2])
 PY
