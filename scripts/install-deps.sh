@@ -14,6 +14,8 @@ PACKAGES=(
   # the real-kernel VM tier and the demo
   qemu-system-x86 qemu-utils linux-image-amd64 busybox-static kmod cpio e2fsprogs
   util-linux fio python3 jq procps
+  # the Debian package (scripts/build-deb.sh)
+  debhelper dpkg-dev fakeroot
 )
 
 missing=()

@@ -46,6 +46,19 @@ INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_blk"
                      "configfs"]
 
 
+# --init=systemd: host units that only cost time in a test VM (timers that may fire at
+# boot, coldplug of every device by udev, network time).
+SYSTEMD_MASK = ["systemd-udev-trigger.service", "systemd-udev-settle.service",
+                "systemd-hwdb-update.service", "systemd-timesyncd.service",
+                "systemd-pstore.service", "systemd-journal-flush.service",
+                "keyboard-setup.service", "console-setup.service", "timers.target",
+                "systemd-tmpfiles-clean.timer", "apt-daily.timer", "apt-daily-upgrade.timer",
+                "dpkg-db-backup.timer", "e2scrub_all.timer", "fstrim.timer", "man-db.timer",
+                "systemd-binfmt.service", "proc-sys-fs-binfmt_misc.automount",
+                "systemd-firstboot.service", "systemd-machine-id-commit.service",
+                "ldconfig.service", "systemd-update-done.service"]
+
+
 def log(msg):
     print("cxvm: " + msg, flush=True)
 
@@ -382,8 +395,17 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
         env[k] = v
     write_plan(os.path.join(share, "plan.sh"), scenarios, env, args.scenario_timeout)
 
-    stage2 = os.path.join(HERE, "guest-init.sh")
-    append = "console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s" % stage2
+    if args.init == "systemd":
+        # systemd as PID 1 (systemd-stage2.sh writes cxvm.target + cxvm-run.service, which
+        # runs systemd-plan.sh). Units that only cost time in a test VM are masked.
+        stage2 = os.path.join(HERE, "systemd-stage2.sh")
+        append = ("console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s "
+                  "systemd.unit=cxvm.target systemd.show_status=0 "
+                  "systemd.log_target=console systemd.log_level=warning" % stage2)
+        append += "".join(" systemd.mask=" + u for u in SYSTEMD_MASK)
+    else:
+        stage2 = os.path.join(HERE, "guest-init.sh")
+        append = "console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s" % stage2
     if args.append:
         append += " " + args.append
     cmd = [qemu, "-accel", "tcg", "-smp", str(args.smp), "-m", str(args.mem),
@@ -397,7 +419,8 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
         cmd += ["-drive", "file=%s,if=none,id=d%d,format=raw,cache=unsafe" % (disk, i),
                 "-device", "virtio-blk-pci,drive=d%d,serial=cxvm%d" % (i, i)]
     log("kernel %s, initramfs modules: %s" % (kver, " ".join(mods)))
-    log("scenarios: %s (timeout %ds)" % (" ".join(s[0] for s in scenarios), args.timeout))
+    log("scenarios: %s (timeout %ds, init %s)" % (" ".join(s[0] for s in scenarios),
+                                                 args.timeout, args.init))
     console_path = os.path.join(tmp, "console.log")
     console = open(console_path, "wb")
     t_boot = time.monotonic()
@@ -529,6 +552,9 @@ def main():
                     help="export to the scenarios (repeatable)")
     ap.add_argument("--kernel", help="kernel version in /boot (default: newest)")
     ap.add_argument("--append", help="extra kernel command line")
+    ap.add_argument("--init", choices=["shell", "systemd"], default="shell",
+                    help="PID 1 of the guest: shell (guest-init.sh, default) or systemd "
+                         "(systemd-stage2.sh: scenarios run as a unit under systemd)")
     ap.add_argument("--smp", type=int, default=2)
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
     ap.add_argument("--disk-mb", type=int, default=1024)
