@@ -153,6 +153,7 @@ void Server::work() {
     int prev = stats_.maxInFlight.load();
     while (now > prev && !stats_.maxInFlight.compare_exchange_weak(prev, now)) {
     }
+    if (o_.beforeIo) o_.beforeIo();
     serve(j);
     --inFlight_;
     std::free(j.data);

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,8 @@ struct ServeOptions {
   uint64_t exportSize = 0;
   bool readOnly = false;
   int workers = 1;
+  // Tests: called by a worker right before each backing I/O (e.g. a barrier).
+  std::function<void()> beforeIo;
 };
 
 struct ServeStats {
