@@ -19,6 +19,7 @@
 #include <string>
 
 #include "daemon/boost_executor.h"
+#include "daemon/daemon_observer.h"
 #include "daemon/event_loop.h"
 #include "daemon/journal.h"
 #include "daemon/metrics.h"
@@ -48,13 +49,24 @@ class Daemon {
   // One planning step now (also used by tests).
   void tick();
 
+  // For the D-Bus adapter (daemon/bus_backend.h); loop thread only.
+  void setObserver(DaemonObserver* observer) { observer_ = observer; }
+  // The runtime policy layer (highest precedence); re-plans at once.
+  void setRuntimePolicy(std::map<CgroupPath, PolicySettings> layer);
+  // Re-reads the configuration (as SIGHUP); a bad one is logged and the old one kept.
+  void reload(const char* why);
+  Sensors& sensors() { return *sensors_; }
+  const PolicyResolver& resolver() const { return *resolver_; }
+  const Config& config() const { return config_; }
+  const Options& options() const { return options_; }
+  MetricsSnapshot metricsSnapshot(TimePoint now) const;
+
  private:
   Daemon(const Options& options, Config config);
   Status setupSources();
   void execute(const PlanResult& plan, TimePoint now);
   void logRefusal(const Refuse& r);
   void onSignal(const signalfd_siginfo& si);
-  void reload(const char* why);
   void stop();
   void updateStatus();
   void writeMetrics(TimePoint now, bool force);
@@ -94,6 +106,8 @@ class Daemon {
   // Failed starts are not retried on every tick: (cgroup, device) -> retry after.
   std::map<std::pair<CgroupPath, DevNum>, TimePoint> startBackoff_;
   bool stopping_ = false;
+  std::map<CgroupPath, PolicySettings> runtimePolicy_;
+  DaemonObserver* observer_ = nullptr;
 };
 
 }  // namespace cxiosync

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cxiosync_version.h"
+#include "daemon/bus_backend.h"
 #include "daemon/config_loader.h"
 #include "daemon/daemon.h"
 #include "daemon/logging.h"
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
     if (!daemon) {
       spdlog::critical("cannot start: {}", daemon.error().message);
     } else {
+      // Runtime policy + D-Bus API (org.cxiosync1) on the daemon's loop, before READY=1.
+      // Declared after the daemon: destroyed first.
+      auto bus = DaemonBus::attach(*daemon.value(), o);
       rc = daemon.value()->run();
     }
   }

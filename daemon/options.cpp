@@ -19,6 +19,10 @@ Options:
   --sys-root=DIR         sysfs (default /sys)
   --tracefs-root=DIR     tracefs (default /sys/kernel/tracing)
   --run-dir=DIR          boost journal and metrics, a tmpfs (default /run/cxiosync)
+  --state-dir=DIR        persistent runtime policy set through D-Bus
+                         (default /var/lib/cxiosync)
+  --bus=BUS              D-Bus API on system | session | none | ADDRESS (default system;
+                         without a bus the daemon runs on, without its API)
   --detector=KIND        auto | tracefs | procfs (overrides the config)
   --dry-run              decide and log, never write io.max
   --foreground           log to stderr even when started by systemd
@@ -82,7 +86,19 @@ Result<Options> parseOptions(const std::vector<std::string>& args) {
       st = path(o.tracefsRoot);
     else if (name == "--run-dir")
       st = path(o.runDir);
-    else if (name == "--detector") {
+    else if (name == "--state-dir")
+      st = path(o.stateDir);
+    else if (name == "--bus") {
+      auto v = needValue();
+      if (!v) return v.error();
+      const std::string& b = v.value();
+      if (b != "system" && b != "session" && b != "none" &&
+          (b.find(':') == std::string::npos || b.find('=') == std::string::npos))
+        return makeError("--bus: '" + b +
+                         "' is not system, session, none or a D-Bus address "
+                         "(unix:path=...)");
+      o.bus = b;
+    } else if (name == "--detector") {
       auto v = needValue();
       if (!v) return v.error();
       if (v.value() == "auto")

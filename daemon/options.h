@@ -30,6 +30,9 @@ struct Options {
   std::string sysRoot = "/sys";
   std::string tracefsRoot = "/sys/kernel/tracing";
   std::string runDir = "/run/cxiosync";
+  std::string stateDir = "/var/lib/cxiosync";  // persistent runtime policy (D-Bus changes)
+  // D-Bus: "system" | "session" | "none" | an address ("unix:path=/run/x").
+  std::string bus = "system";
   std::optional<DetectorKind> detector;  // overrides the config's `detector`
   bool dryRun = false;                   // overrides the config's `dry_run` when set
   bool checkConfig = false;

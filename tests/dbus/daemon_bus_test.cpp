@@ -1,0 +1,325 @@
+// The dbus tier against the real cxiosyncd: a private dbus-daemon, the daemon over a fake
+// cgroup tree in a temp dir (procfs detector over an empty /proc), the real cxiosyncctl.
+// What only the real daemon can show: the runtime policy layer persisted in the state file
+// (and not with --runtime), reloaded at start, its source in `show`, reset; the cgroup
+// existence check without following symlinks; Reload errors; a daemon without a bus.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dbus/client.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace cxiosync;
+namespace fs = std::filesystem;
+
+const std::string kCtl = CXIOSYNC_CTL_PATH;
+const std::string kDaemon = CXIOSYNC_DAEMON_PATH;
+const std::string kDir = CXIOSYNC_DBUS_TEST_DIR;
+
+struct RunResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// fork+exec; stdout/stderr to the given fds (or /dev/null); the child dies with us.
+pid_t spawn(const std::vector<std::string>& argv, int outFd, int errFd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    dup2(devnull, 0);
+    dup2(outFd >= 0 ? outFd : devnull, 1);
+    dup2(errFd >= 0 ? errFd : devnull, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+RunResult run(const std::vector<std::string>& argv, const std::string& tmp) {
+  const std::string o = tmp + "/run.out", e = tmp + "/run.err";
+  int outFd = open(o.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int errFd = open(e.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  pid_t pid = spawn(argv, outFd, errFd);
+  close(outFd);
+  close(errFd);
+  RunResult r;
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  int st = 0;
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
+class RealDaemon : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = fs::path(::testing::TempDir()) /
+           ("cxiosync-daemon-bus-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(tmp_);
+    for (const char* d : {"cg/backup.slice", "cg/cg1", "cg/cg2", "cg/system.slice", "proc", "sys",
+                          "trace", "run", "state", "config"})
+      fs::create_directories(tmp_ / d);
+    std::ofstream(tmp_ / "cg/cg1/io.max") << "8:0 rbps=max wbps=1048576 riops=max wiops=max\n";
+    std::ofstream(tmp_ / "cg/cg1/memory.stat") << "file_dirty 8192\nfile_writeback 4096\n";
+    fs::create_directory_symlink("cg1", tmp_ / "cg/link.slice");
+    std::ofstream(tmp_ / "config/cxiosync.yaml") << "cgroups:\n  /cg2:\n    sync_isolation: off\n";
+    // The private bus.
+    std::string addrFile = (tmp_ / "bus.address").string();
+    int fd = open(addrFile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bus_ = spawn({"/usr/bin/dbus-daemon", "--config-file=" + kDir + "/test-bus.conf",
+                  "--print-address=1", "--nofork"},
+                 fd, -1);
+    close(fd);
+    for (int i = 0; i < 400 && address_.empty(); ++i) {
+      std::string a = slurp(addrFile);
+      if (a.find('\n') != std::string::npos) address_ = a.substr(0, a.find('\n'));
+      std::this_thread::sleep_for(25ms);
+    }
+    ASSERT_FALSE(address_.empty()) << "dbus-daemon printed no address";
+  }
+  void TearDown() override {
+    stopDaemon();
+    if (bus_ > 0) {
+      kill(bus_, SIGTERM);
+      waitpid(bus_, nullptr, 0);
+    }
+    if (!HasFailure()) fs::remove_all(tmp_);
+  }
+
+  std::vector<std::string> daemonArgv(const std::string& bus) const {
+    const std::string t = tmp_.string();
+    return {kDaemon,
+            "--foreground",
+            "--log-level=info",
+            "--bus=" + bus,
+            "--cgroup-root=" + t + "/cg",
+            "--proc-root=" + t + "/proc",
+            "--sys-root=" + t + "/sys",
+            "--tracefs-root=" + t + "/trace",
+            "--run-dir=" + t + "/run",
+            "--state-dir=" + t + "/state",
+            "--config=" + t + "/config",
+            "--detector=procfs"};
+  }
+  std::string log() const { return slurp((tmp_ / "daemon.log").string()); }
+
+  void startDaemon() {
+    std::string logPath = (tmp_ / "daemon.log").string();
+    int fd = open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    daemon_ = spawn(daemonArgv(address_), fd, fd);
+    close(fd);
+    auto client = dbus::Client::connect(dbus::BusTarget::at(address_));
+    for (int i = 0; i < 400; ++i) {
+      if (client->daemonRunning()) return;
+      ASSERT_EQ(waitpid(daemon_, nullptr, WNOHANG), 0) << "cxiosyncd exited:\n" << log();
+      std::this_thread::sleep_for(25ms);
+    }
+    FAIL() << "cxiosyncd did not take org.cxiosync1:\n" << log();
+  }
+  void stopDaemon() {
+    if (daemon_ <= 0) return;
+    kill(daemon_, SIGTERM);
+    int st = 0;
+    waitpid(daemon_, &st, 0);
+    daemon_ = -1;
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "cxiosyncd stop:\n" << log();
+  }
+  RunResult ctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kCtl, "--bus=" + address_, "--no-pager"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, tmp_.string());
+  }
+  std::string show(const std::string& cg) { return ctl({"show", cg, "--json=short"}).out; }
+  std::string stateFile() const { return slurp((tmp_ / "state/runtime-policy.json").string()); }
+  std::string runFile() const { return slurp((tmp_ / "run/runtime-policy.json").string()); }
+
+  fs::path tmp_;
+  std::string address_;
+  pid_t bus_ = -1, daemon_ = -1;
+};
+
+const std::string kIsoOnRuntime = R"("sync_isolation":{"value":"on","source":"runtime"})";
+const std::string kIsoOffRuntime = R"("sync_isolation":{"value":"off","source":"runtime"})";
+
+TEST_F(RealDaemon, IsolatePersistsSurvivesRestartShowsRuntimeAndResets) {
+  startDaemon();
+  const std::string yamlSource = R"("sync_isolation":{"value":"off","source":")" +
+                                 (tmp_ / "config/cxiosync.yaml").string() + ":3";
+  EXPECT_NE(show("/cg2").find(yamlSource), std::string::npos) << show("/cg2");
+  auto r = ctl({"isolate", "/cg2", "on"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(show("/cg2").find(kIsoOnRuntime), std::string::npos) << show("/cg2");
+  EXPECT_NE(stateFile().find("\"/cg2\""), std::string::npos) << stateFile();
+  EXPECT_NE(stateFile().find("\"sync_isolation\": \"on\""), std::string::npos) << stateFile();
+  // Inherited by descendants, with the source.
+  fs::create_directory(tmp_ / "cg/cg2/child");
+  EXPECT_NE(show("/cg2/child").find(kIsoOnRuntime), std::string::npos);
+
+  stopDaemon();
+  fs::remove_all(tmp_ / "run");  // even after a reboot
+  fs::create_directory(tmp_ / "run");
+  startDaemon();
+  EXPECT_NE(show("/cg2").find(kIsoOnRuntime), std::string::npos) << show("/cg2") << log();
+  EXPECT_NE(log().find("runtime policy: 1 cgroup(s) from"), std::string::npos) << log();
+
+  r = ctl({"reset", "/cg2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(show("/cg2").find(yamlSource), std::string::npos) << show("/cg2");
+  EXPECT_EQ(stateFile().find("/cg2"), std::string::npos) << stateFile();
+  stopDaemon();
+  startDaemon();
+  EXPECT_NE(show("/cg2").find(yamlSource), std::string::npos) << "reset is persistent too";
+}
+
+TEST_F(RealDaemon, RuntimeChangesStayInTheRunDir) {
+  startDaemon();
+  ASSERT_EQ(ctl({"isolate", "/cg2", "on", "--runtime"}).rc, 0);
+  ASSERT_EQ(ctl({"boost", "/cg1", "deny", "--runtime"}).rc, 0);
+  ASSERT_EQ(ctl({"ceiling", "/cg1", "10Mi"}).rc, 0);  // persistent
+  EXPECT_NE(show("/cg2").find(kIsoOnRuntime), std::string::npos);
+  auto cg1 = show("/cg1");
+  EXPECT_NE(cg1.find(R"("boost":{"value":"deny","source":"runtime"})"), std::string::npos) << cg1;
+  EXPECT_NE(cg1.find(R"("boost_ceiling":{"value":"10485760","source":"runtime"})"),
+            std::string::npos)
+      << cg1;
+  EXPECT_EQ(stateFile().find("/cg2"), std::string::npos) << stateFile();
+  EXPECT_EQ(stateFile().find("\"boost\""), std::string::npos) << stateFile();
+  EXPECT_NE(stateFile().find("boost_ceiling"), std::string::npos) << stateFile();
+  EXPECT_NE(runFile().find("/cg2"), std::string::npos) << runFile();
+
+  // Daemon restart within the same boot: /run is kept, so is the --runtime setting.
+  stopDaemon();
+  startDaemon();
+  EXPECT_NE(show("/cg2").find(kIsoOnRuntime), std::string::npos) << show("/cg2");
+  // A reboot empties /run: the --runtime settings are gone, the persistent one stays.
+  stopDaemon();
+  fs::remove_all(tmp_ / "run");
+  fs::create_directory(tmp_ / "run");
+  startDaemon();
+  EXPECT_EQ(show("/cg2").find("runtime"), std::string::npos) << show("/cg2");
+  cg1 = show("/cg1");
+  EXPECT_NE(cg1.find(R"("boost":{"value":"allow","source":"default"})"), std::string::npos) << cg1;
+  EXPECT_NE(cg1.find(R"("boost_ceiling":{"value":"10485760","source":"runtime"})"),
+            std::string::npos)
+      << cg1;
+
+  // A persistent change replaces a --runtime value of the same knob (the latest change wins).
+  ASSERT_EQ(ctl({"isolate", "/cg2", "off", "--runtime"}).rc, 0);
+  ASSERT_EQ(ctl({"isolate", "/cg2", "on"}).rc, 0);
+  EXPECT_NE(show("/cg2").find(kIsoOnRuntime), std::string::npos) << show("/cg2");
+  EXPECT_EQ(runFile().find("/cg2"), std::string::npos) << runFile();
+}
+
+TEST_F(RealDaemon, ShowReportsLimitsHoldersAndPageCache) {
+  fs::create_directory(tmp_ / "cg/cg1/inner");
+  startDaemon();
+  auto j = show("/cg1/inner");
+  EXPECT_NE(j.find(R"("wbps_holder":"/cg1")"), std::string::npos) << j;
+  j = show("/cg1");
+  EXPECT_NE(j.find("1048576"), std::string::npos) << j;
+  EXPECT_NE(j.find("8192"), std::string::npos) << j;
+  auto list = ctl({"list"});
+  EXPECT_EQ(list.rc, 0) << list.err;
+  EXPECT_NE(list.out.find("/cg1"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("1.0 MiB/s (8:0)"), std::string::npos) << list.out;
+  auto m = ctl({"metrics"});
+  EXPECT_EQ(m.rc, 0);
+  EXPECT_NE(m.out.find("cxiosync_detector_info{detector=\"procfs\"} 1"), std::string::npos)
+      << m.out;
+  auto st = ctl({"status", "--json=short"});
+  EXPECT_EQ(st.rc, 0);
+  EXPECT_NE(st.out.find("\"detector\":\"procfs\""), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("cxiosync.yaml"), std::string::npos) << st.out;
+}
+
+TEST_F(RealDaemon, MissingCgroupsAndSymlinksAreNoSuchCgroupAndChangeNothing) {
+  startDaemon();
+  const std::string before = stateFile() + runFile() + show("/cg1");
+  for (const char* cg : {"/nope", "/link.slice", "/cg1/io.max", "/link.slice/x"}) {
+    SCOPED_TRACE(cg);
+    auto r = ctl({"isolate", cg, "on"});
+    EXPECT_EQ(r.rc, 1) << r.err;
+    EXPECT_NE(r.err.find("No cgroup"), std::string::npos) << r.err;
+    EXPECT_EQ(ctl({"show", cg}).rc, 1);
+    EXPECT_EQ(ctl({"boost", cg, "deny", "--runtime"}).rc, 1);
+    EXPECT_EQ(ctl({"reset", cg}).rc, 1);
+  }
+  EXPECT_EQ(ctl({"isolate", "../cg1", "on"}).rc, 2);
+  EXPECT_EQ(stateFile() + runFile() + show("/cg1"), before);
+}
+
+TEST_F(RealDaemon, ReloadAppliesAndABadConfigIsRefusedWithItsLocation) {
+  startDaemon();
+  std::ofstream(tmp_ / "config/cxiosync.yaml") << "cgroups:\n  /cg2:\n    sync_isolation: on\n";
+  auto r = ctl({"reload"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(show("/cg2").find(R"("sync_isolation":{"value":"on","source":")"), std::string::npos);
+  std::ofstream(tmp_ / "config/cxiosync.yaml") << "cgroups:\n  /cg2:\n    boost: maybe\n";
+  r = ctl({"reload"});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("cxiosync.yaml:3"), std::string::npos) << r.err;
+  EXPECT_NE(show("/cg2").find(R"("sync_isolation":{"value":"on","source":")"), std::string::npos)
+      << "the old configuration stays";
+}
+
+TEST_F(RealDaemon, CorruptStateFileIsMovedAsideNotFatal) {
+  std::ofstream(tmp_ / "state/runtime-policy.json")
+      << "{\"version\":1,\"cgroups\":{\"/a\":{\"boost\":\"maybe\"}}}";
+  startDaemon();
+  EXPECT_NE(log().find("moved aside"), std::string::npos) << log();
+  EXPECT_EQ(ctl({"isolate", "/cg2", "on"}).rc, 0);
+  EXPECT_NE(stateFile().find("/cg2"), std::string::npos);
+}
+
+TEST_F(RealDaemon, RunsWithoutABus) {
+  std::string logPath = (tmp_ / "daemon.log").string();
+  int fd = open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  daemon_ = spawn(daemonArgv("unix:path=" + tmp_.string() + "/no-such-bus"), fd, fd);
+  close(fd);
+  for (int i = 0; i < 200 && log().find("cxiosyncd ready") == std::string::npos; ++i)
+    std::this_thread::sleep_for(25ms);
+  EXPECT_NE(log().find("D-Bus API unavailable"), std::string::npos) << log();
+  EXPECT_NE(log().find("cxiosyncd ready"), std::string::npos) << log();
+  EXPECT_EQ(waitpid(daemon_, nullptr, WNOHANG), 0) << "still running";
+  stopDaemon();
+}
+
+}  // namespace
