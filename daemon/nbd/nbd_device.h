@@ -61,7 +61,7 @@ struct SpawnOptions {
   int backingFd = -1;
   int workers = 1;
   bool readOnly = false;
-  uint32_t blockSize = 0;  // 0 = 4096 (512 when the size is not a multiple of 4096)
+  uint32_t blockSize = 0;  // 0 = 512 (as a kernel loop device)
   uint32_t timeoutSec = kDefaultTimeoutSec;
   bool directIo = true;  // O_DIRECT on the backing file when it works
   std::string sysRoot = "/sys";

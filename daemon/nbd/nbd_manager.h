@@ -23,7 +23,7 @@ namespace cxiosync {
 struct NbdOptions {
   int workers = 1;  // 1..kMaxLoopWorkers: connections = worker threads
   bool readOnly = false;
-  uint32_t blockSize = 0;  // 0: 4096 (512 when the size is not a multiple)
+  uint32_t blockSize = 0;  // 0: 512
   uint32_t timeoutSec = nbd::kDefaultTimeoutSec;
   DirectIoMode directIo = DirectIoMode::Auto;  // On: fail unless O_DIRECT works
 };

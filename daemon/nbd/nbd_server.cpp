@@ -112,7 +112,7 @@ void Server::receive(size_t conn) {
     if (req->cmd() == Cmd::Disc) break;
     Job j{conn, *req, nullptr};
     if (req->cmd() == Cmd::Write) {
-      j.data = allocAligned(req->len, o_.dioAlign);
+      j.data = allocAligned(req->len, 4096);
       if (!j.data || readFull(fd, j.data, req->len) != 0) {
         std::free(j.data);
         fail("connection " + std::to_string(conn) + ": short write payload");
@@ -212,7 +212,7 @@ void Server::serve(Job& j) {
   switch (q.cmd()) {
     case Cmd::Read:
       ++stats_.reads;
-      out = allocAligned(q.len, o_.dioAlign);
+      out = allocAligned(q.len, 4096);
       if (!out) {
         err = ENOMEM;
         break;

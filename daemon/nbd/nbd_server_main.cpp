@@ -122,7 +122,9 @@ int main(int argc, char** argv) {
   } else if (!S_ISREG(st.st_mode)) {
     die(EINVAL, "the backing file must be a regular file or a block device");
   }
-  if (blockSize == 0) blockSize = size % 4096 == 0 ? 4096 : 512;
+  // 512 like a kernel loop device: any filesystem made elsewhere mounts (ext4 with 1 KiB
+  // blocks does not on a 4096-byte device). Requests are 4 KiB-aligned in practice anyway.
+  if (blockSize == 0) blockSize = 512;
   if ((blockSize & (blockSize - 1)) != 0) die(EINVAL, "block size must be a power of two");
   size -= size % blockSize;
   if (size == 0) die(EINVAL, "the backing file is smaller than one block");
@@ -216,7 +218,7 @@ int main(int argc, char** argv) {
   ServeOptions so;
   so.bufferedFd = backingFd;
   so.directFd = directFd;
-  so.dioAlign = 4096;
+  so.dioAlign = 512;  // offsets/lengths; buffers are always 4096-aligned (EINVAL: buffered)
   so.exportSize = size;
   so.readOnly = readOnly;
   so.workers = workers;

@@ -42,7 +42,7 @@ img=/mnt/back/upper.img
 truncate -s $(((readers * region_mb + 64) * 1024 * 1024)) $img
 # The upper filesystem and its big file, written once (through a direct-I/O loop device).
 dev=$(cxl add "$img") || cxvm_fail "cxl add (prepare)"
-mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev" || cxvm_fail "mkfs upper"
+mkfs.ext4 -q -F -b 4096 -E lazy_itable_init=0,lazy_journal_init=0 "$dev" || cxvm_fail "mkfs upper"
 mount "$dev" /mnt/up || cxvm_fail "mount upper"
 cxvm_log "writing $((readers * region_mb)) MiB"
 dd if=/dev/urandom of=/mnt/up/big bs=1M count=$((readers * region_mb)) oflag=direct status=none ||

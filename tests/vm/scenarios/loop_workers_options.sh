@@ -1,0 +1,73 @@
+# Workers/backend/queue-depth options: kernel loop queue depth applied at setup and live and
+# read back; bad values refused with clear errors; the auto rule; nbd workers not settable at
+# runtime (said clearly); the kernel loop has no worker count (said clearly); backends
+# detected (ublk absent on Debian 6.1).
+. "$CXVM_LIB"
+. "$CXVM_DIR/scenarios/loop_lib.inc"
+. "$CXVM_DIR/scenarios/nbd_lib.inc"
+img=$CXVM_SCRATCH_MNT/disk.img
+truncate -s 64M "$img"
+hw=$(cat /sys/module/loop/parameters/hw_queue_depth)
+cxvm_result hw_queue_depth "$hw"
+
+out=$(cxl --json add --queue-depth 32 "$img") || cxvm_fail "add --queue-depth 32: $out"
+dev=$(jq -r .device.name <<<"$out")
+cxl_expect "nr_requests at setup" "$(cxl_sys "$dev" queue/nr_requests)" 32
+cxl_expect "queue-depth in reply" "$(jq -r '.device."queue-depth"' <<<"$out")" 32
+cxl_expect "backend kernel" "$(jq -r .device.backend <<<"$out")" kernel
+cxl_expect "workers kernel" "$(jq -r .device.workers <<<"$out")" 1
+cxl set "$dev" --queue-depth 8 >/dev/null || cxvm_fail "set --queue-depth 8"
+cxl_expect "nr_requests live" "$(cxl_sys "$dev" queue/nr_requests)" 8
+cxl_expect "show queue-depth" "$(cxl --json show "$dev" | jq -r '."queue-depth"')" 8
+cxl show "$dev" | grep -qi "queue depth 8" || cxvm_fail "show text lacks queue depth: $(cxl show "$dev")"
+cxl list | grep "$dev" | grep -q kernel || cxvm_fail "list lacks backend"
+if msg=$(cxl set "$dev" --queue-depth $((hw + 1)) 2>&1); then cxvm_fail "queue depth above hw_queue_depth accepted"; fi
+grep -q hw_queue_depth <<<"$msg" || cxvm_fail "unclear error: $msg"
+cxvm_log "ok: refused: $msg"
+if msg=$(cxl set "$dev" --workers 4 2>&1); then cxvm_fail "workers on a kernel loop accepted"; fi
+grep -q "no worker count" <<<"$msg" || cxvm_fail "unclear error: $msg"
+cxvm_log "ok: refused: $msg"
+cxl detach "$dev" >/dev/null || cxvm_fail detach
+
+for bad in 0 17 -1 four 4x ""; do
+	if msg=$(cxl add --backend nbd --workers "$bad" "$img" 2>&1); then cxvm_fail "--workers '$bad' accepted"; fi
+	grep -q "workers" <<<"$msg" || cxvm_fail "unclear error for '$bad': $msg"
+done
+cxvm_log "ok: bad worker counts refused"
+if msg=$(cxl add --backend kernel --workers 4 "$img" 2>&1); then cxvm_fail "kernel backend with 4 workers accepted"; fi
+cxvm_log "ok: refused: $msg"
+if msg=$(cxl add --backend ublk "$img" 2>&1); then cxvm_fail "backend ublk accepted"; fi
+
+# auto: many workers + direct I/O possible -> kernel loop with direct I/O
+out=$(cxl --json add --workers 4 "$img") || cxvm_fail "auto 4 workers: $out"
+cxl_expect "auto+dio -> kernel" "$(jq -r .device.backend <<<"$out")" kernel
+cxl_expect "auto+dio: dio on" "$(jq -r '.device."direct-io"' <<<"$out")" true
+cxl detach "$(jq -r .device.name <<<"$out")" >/dev/null
+# auto: many workers + direct I/O off -> nbd
+out=$(cxl --json add --workers 4 --direct-io=off "$img") || cxvm_fail "auto 4 workers dio off: $out"
+cxl_expect "auto+buffered -> nbd" "$(jq -r .device.backend <<<"$out")" nbd
+dev=$(jq -r .device.name <<<"$out")
+if msg=$(cxl set "$dev" --workers 2 2>&1); then cxvm_fail "nbd workers changed at runtime?"; fi
+grep -q "at runtime" <<<"$msg" || cxvm_fail "unclear error: $msg"
+cxvm_log "ok: refused: $msg"
+cxl detach "$dev" >/dev/null || cxvm_fail detach
+# auto on tmpfs (direct I/O impossible) with 2 workers -> nbd, buffered workers
+mkdir -p /tmp/t && mount -t tmpfs -o size=80M none /tmp/t && truncate -s 32M /tmp/t/img
+out=$(cxl --json add --workers 2 /tmp/t/img) || cxvm_fail "tmpfs auto: $out"
+cxl_expect "auto on tmpfs -> nbd" "$(jq -r .device.backend <<<"$out")" nbd
+cxl_expect "tmpfs: buffered workers" "$(jq -r '.device."direct-io"' <<<"$out")" false
+dev=$(jq -r .device.name <<<"$out")
+dd if=/dev/urandom of=/tmp/d bs=1M count=2 status=none
+dd if=/tmp/d of="$dev" bs=1M oflag=direct status=none && sync
+cxl_expect "tmpfs data" "$(head -c 2M "$dev" | md5sum)" "$(md5sum </tmp/d)"
+cxl detach "$dev" >/dev/null || cxvm_fail detach
+umount /tmp/t
+
+b=$(cxl --json backends) || cxvm_fail "backends: $b"
+cxvm_result backends "$b"
+cxl_expect "loop available" "$(jq -r .loop.available <<<"$b")" true
+cxl_expect "nbd available" "$(jq -r .nbd.available <<<"$b")" true
+cxl_expect "ublk absent on $CXVM_KERNEL" "$(jq -r .ublk.available <<<"$b")" false
+nbd_no_leaks
+cxl_no_leaks
+cxvm_log ok
