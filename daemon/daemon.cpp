@@ -205,6 +205,7 @@ int Daemon::run() {
                detectorKindName(sensors_->detectorKind()), sensors_->detectorReason(),
                settings_.pollInterval.count(), settings_.liftOnShutdown ? "yes" : "no",
                settings_.dryRun ? ", DRY RUN: io.max is never written" : "");
+  running_ = true;
   tick();
   lastStatus_ = statusLine();
   notifier_.ready(lastStatus_);
@@ -282,7 +283,9 @@ void Daemon::tick() {
 void Daemon::setRuntimePolicy(std::map<CgroupPath, PolicySettings> layer) {
   runtimePolicy_ = std::move(layer);
   rebuildPolicy();
-  if (executor_ && sensors_ && loop_ && !stopping_) tick();
+  // Before run() has restored the journal no planning (and no boost) may happen: the D-Bus
+  // adapter sets the persisted runtime layer before run().
+  if (running_ && !stopping_) tick();
 }
 
 void Daemon::armDeadline(std::optional<TimePoint> at, TimePoint now) {

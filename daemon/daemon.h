@@ -106,6 +106,7 @@ class Daemon {
   // Failed starts are not retried on every tick: (cgroup, device) -> retry after.
   std::map<std::pair<CgroupPath, DevNum>, TimePoint> startBackoff_;
   bool stopping_ = false;
+  bool running_ = false;  // run() has recovered the journal: planning may start
   std::map<CgroupPath, PolicySettings> runtimePolicy_;
   DaemonObserver* observer_ = nullptr;
 };
