@@ -14,6 +14,9 @@ here=${0%/*}
 # guest is a VM; hide the marker in the overlay.
 [ -e /.dockerenv ] && rm -f /.dockerenv
 [ -e /run/.containerenv ] && rm -f /run/.containerenv
+# Same image: a policy-rc.d that forbids starting services (101) would stop dpkg's
+# postinst from starting units; a real system has none.
+[ -e /usr/sbin/policy-rc.d ] && rm -f /usr/sbin/policy-rc.d
 mkdir -p /run/systemd/system || echo "cxvm stage2: cannot create /run/systemd/system"
 cat >/run/systemd/system/cxvm.target <<UNIT
 [Unit]
