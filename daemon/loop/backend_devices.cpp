@@ -1,6 +1,7 @@
 #include "daemon/loop/backend_devices.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -214,6 +215,16 @@ Result<BlockSetupResult> BlockDevices::setup(int backingFd, const BlockSetupOpti
     if (b) {
       LoopOptions lo = o.loop;
       dioWhy = predictDirectIoRefusal(*b, lo.offset, chooseBlockSize(lo, *b).size);
+    }
+    if (dioWhy.empty()) {
+      // Nothing predicted it: ask the filesystem (tmpfs before 6.6 refuses O_DIRECT at open).
+      // Same file, same access mode as the caller's fd: no rights added.
+      const std::string self = "/proc/self/fd/" + std::to_string(backingFd);
+      int f = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+      if (f < 0 && errno == EINVAL)
+        dioWhy = "the backing filesystem does not support O_DIRECT";
+      else if (f >= 0)
+        ::close(f);
     }
   }
   auto choice = chooseBackend(o.backend, o.workers, o.loop.directIo, dioWhy, avail_);

@@ -11,13 +11,13 @@
 # Results: result.json (MB/s per row and per-job bytes, to see that no job wrapped around).
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/loop_lib.inc"
-delay=${CXL_BENCH_DELAY_MS:-20}
+delay=${CXL_BENCH_DELAY_MS:-50}
 dur=${CXL_BENCH_SECONDS:-6}
 bs=${CXL_BENCH_BS:-256k}
 region_mb=${CXL_BENCH_REGION_MB:-48}
 readers=${CXL_BENCH_READERS:-4}
 reps=${CXL_BENCH_REPS:-1}
-rows=${CXL_BENCH_ROWS:-"loop_buffered loop_dio nbd1 nbd2 nbd4 nbd8"}
+rows=${CXL_BENCH_ROWS:-"loop_buffered loop_dio loop_dio_qd4 nbd1 nbd2 nbd4 nbd8"}
 NBD_SRV=$CXIOSYNC_BUILD_DIR/daemon/cxiosync-nbd-server
 cxvm_result delay_ms "$delay"
 cxvm_result seconds "$dur"
@@ -56,6 +56,7 @@ attach() { # ROW -> sets $dev (no command substitution: the server must not hold
 	case $1 in
 	loop_buffered) dev=$(cxl add --direct-io=off "$img") ;;
 	loop_dio) dev=$(cxl add --direct-io=on "$img") ;;
+	loop_dio_qd*) dev=$(cxl add --direct-io=on --queue-depth "${1#loop_dio_qd}" "$img") ;;
 	nbd*)
 		rm -f /tmp/nbd.status
 		"$NBD_SRV" --file "$img" --workers "${1#nbd}" --status-fd 3 3>/tmp/nbd.status \
@@ -84,10 +85,11 @@ detach() { # ROW DEV
 for r in $(seq "$reps"); do
 	for row in $rows; do
 		attach "$row" || cxvm_fail "attach $row"
-		info=""
+		q=/sys/block/${dev#/dev/}/queue
+		info="max_sectors_kb=$(cat $q/max_sectors_kb) max_segments=$(cat $q/max_segments) lbs=$(cat $q/logical_block_size)"
 		case $row in
-		loop*) info="dio=$(cxl_sys "$dev" loop/dio) nr_requests=$(cxl_sys "$dev" queue/nr_requests)" ;;
-		nbd*) info="connections=$(ls /sys/block/${dev#/dev/}/mq | wc -l)" ;;
+		loop*) info="$info dio=$(cxl_sys "$dev" loop/dio) nr_requests=$(cxl_sys "$dev" queue/nr_requests)" ;;
+		nbd*) info="$info hw_queues=$(ls /sys/block/${dev#/dev/}/mq | wc -l)" ;;
 		esac
 		mount -o ro,noload "$dev" /mnt/up || cxvm_fail "mount $row"
 		sync
@@ -100,11 +102,14 @@ for r in $(seq "$reps"); do
 		perjob=$(jq -c '[.jobs[].read.io_bytes]' /tmp/fio.json)
 		runtime=$(jq '[.jobs[].read.runtime] | max' /tmp/fio.json)
 		lat=$(jq '[.jobs[].read.clat_ns.mean] | add / length / 1000000' /tmp/fio.json)
+		# Requests the device completed, and their mean size (how the kernel split the reads).
+		read -r nr _ nsec _ </sys/block/${dev#/dev/}/stat
+		req_kib=$(awk -v n="$nr" -v s="$nsec" 'BEGIN { printf "%.0f", n ? s / 2 / n : 0 }')
 		umount /mnt/up || cxvm_fail "umount $row"
 		detach "$row" "$dev" || cxvm_fail "detach $row"
 		mbs=$(awk -v b="$bytes" -v t="$runtime" 'BEGIN { printf "%.2f", b / 1e6 / (t / 1000) }')
-		cxvm_log "round $r $row ($info): $mbs MB/s, per job $perjob bytes, mean lat ${lat} ms"
-		cxvm_result "r${r}_${row}" "{\"mbs\": $mbs, \"bytes\": $bytes, \"runtime_ms\": $runtime, \"per_job\": $perjob, \"clat_ms\": $lat, \"info\": \"$info\"}"
+		cxvm_log "round $r $row ($info, $nr requests of ~${req_kib} KiB): $mbs MB/s, per job $perjob bytes, mean lat ${lat} ms"
+		cxvm_result "r${r}_${row}" "{\"mbs\": $mbs, \"bytes\": $bytes, \"runtime_ms\": $runtime, \"per_job\": $perjob, \"clat_ms\": $lat, \"info\": \"$info\", \"device_reads\": $nr, \"device_req_kib\": $req_kib}"
 	done
 done
 cxvm_result reps "$reps"

@@ -3,7 +3,7 @@
 # experiment, reproduced on the real kernel (one VM run, tests/vm/vmrun.py): 4 concurrent
 # sequential direct-I/O readers of a big file in ext4 on a block device whose backing file
 # sits on a latency-bound store (dm-delay over brd). Rows: kernel loop buffered, kernel loop
-# direct I/O, nbd multi-worker backend with 1, 2, 4, 8 workers.
+# direct I/O (default queue depth, and 4), nbd multi-worker backend with 1, 2, 4, 8 workers.
 #
 #   tests/bench/loop_workers.sh [--build-dir DIR] [--delay-ms N] [--seconds N] [--reps N]
 #                               [--out FILE.json]
@@ -13,7 +13,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${CXIOSYNC_BUILD_DIR:-$src/build}
-delay=20 secs=6 reps=1 out=""
+delay=50 secs=6 reps=1 out=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build-dir) build=$2; shift 2 ;;
@@ -40,6 +40,7 @@ python3 - "$res/loop_workers.guest/result.json" "$out" "$load" "$(nproc)" <<'PY'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))
 labels = {"loop_buffered": "kernel loop, buffered", "loop_dio": "kernel loop, direct I/O",
+          "loop_dio_qd4": "kernel loop, direct I/O, qd 4",
           "nbd1": "nbd backend, 1 worker", "nbd2": "nbd backend, 2 workers",
           "nbd4": "nbd backend, 4 workers", "nbd8": "nbd backend, 8 workers"}
 rows = r["rows"].split()

@@ -18,7 +18,13 @@ for w in 1 4; do
 	name=${dev#/dev/}
 	cxl_expect "backend ($w)" "$(jq -r .device.backend <<<"$out")" nbd
 	cxl_expect "workers ($w)" "$(jq -r .device.workers <<<"$out")" "$w"
-	cxl_expect "connections = workers ($w)" "$(ls /sys/block/$name/mq | wc -l)" "$w"
+	# One NBD connection (socket) per worker; the kernel maps them onto at most one hardware
+	# queue per CPU, which is why the server shares requests among its workers.
+	ncpu=$(nproc)
+	cxl_expect "hw queues = min(workers, cpus) ($w)" "$(ls /sys/block/$name/mq | wc -l)" $((w < ncpu ? w : ncpu))
+	socks=0
+	for f in /proc/$pid/fd/*; do [[ $(readlink "$f") == socket:* ]] && socks=$((socks + 1)); done
+	cxl_expect "server sockets = workers ($w)" "$socks" "$w"
 	[ -e /sys/block/$name/pid ] || cxvm_fail "$name not connected"
 	cxl_expect "server alive ($w)" "$(cxl --json show "$dev" | jq -r '."server-alive"')" true
 	cxl_expect "size" "$(cat /sys/block/$name/size)" 131072
