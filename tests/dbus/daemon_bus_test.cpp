@@ -300,6 +300,26 @@ TEST_F(RealDaemon, ReloadAppliesAndABadConfigIsRefusedWithItsLocation) {
       << "the old configuration stays";
 }
 
+TEST_F(RealDaemon, SighupReloadAnnouncesPolicyChanged) {
+  startDaemon();
+  const std::string monPath = (tmp_ / "monitor.out").string();
+  int fd = open(monPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  pid_t mon = spawn({kCtl, "--bus=" + address_, "monitor", "--json=short"}, fd, fd);
+  close(fd);
+  for (int i = 0; i < 400 && slurp(monPath).find("Monitoring") == std::string::npos; ++i)
+    std::this_thread::sleep_for(25ms);
+  ASSERT_NE(slurp(monPath).find("Monitoring"), std::string::npos) << slurp(monPath);
+  kill(daemon_, SIGHUP);
+  const std::string want = R"("event":"PolicyChanged")";
+  for (int i = 0; i < 400 && slurp(monPath).find(want) == std::string::npos; ++i)
+    std::this_thread::sleep_for(25ms);
+  kill(mon, SIGINT);
+  waitpid(mon, nullptr, 0);
+  const std::string out = slurp(monPath);
+  EXPECT_NE(out.find(want), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("source":"config")"), std::string::npos) << out;
+}
+
 TEST_F(RealDaemon, CorruptStateFileIsMovedAsideNotFatal) {
   std::ofstream(tmp_ / "state/runtime-policy.json")
       << "{\"version\":1,\"cgroups\":{\"/a\":{\"boost\":\"maybe\"}}}";
