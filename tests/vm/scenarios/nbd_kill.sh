@@ -27,7 +27,7 @@ cxvm_result io_error_ms $((t1 - t0))
 for ((k = 0; k < 300; k++)); do [ -f /tmp/dd1.rc ] && break; sleep 0.1; done
 [ -f /tmp/dd1.rc ] || cxvm_fail "the reader running during the kill hangs"
 [ "$(cat /tmp/dd1.rc)" != 0 ] || cxvm_log "note: the running reader finished before the kill"
-cxvm_log "ok: running reader ended (rc $(cat /tmp/dd1.rc))"
+cxvm_log "ok: running reader ended (rc $(cat /tmp/dd1.rc)): $(head -c 200 /tmp/dd1.err)"
 show=$(cxl --json show "$dev") || cxvm_fail "show after kill: $show"
 cxl_expect "server-alive after kill" "$(jq -r '."server-alive"' <<<"$show")" false
 cxvm_log "show note: $(jq -r .note <<<"$show")"
