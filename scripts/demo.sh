@@ -12,14 +12,14 @@ src=$(pwd)
 bash scripts/install-deps.sh
 
 sizes=${DEMO_SIZES:-8,16,32}
-modes=unlimited,limited
+modes=unlimited,limited,cxiosyncd
 build=$src/build
 
 # What the demo needs built. Nothing yet: the columns so far use only the kernel.
 # The "with cxiosyncd" column: add cxiosyncd here and `cxiosyncd` to modes (the VM mode
 # itself lives in tests/vm/scenarios/sync_inversion.sh; the column title is in
 # tests/bench/sync_inversion).
-targets=()
+targets=(cxiosyncd)
 if [ ${#targets[@]} -gt 0 ]; then
 	echo "== building ${targets[*]}"
 	cmake --preset default >/dev/null

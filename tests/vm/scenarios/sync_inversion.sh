@@ -2,6 +2,7 @@
 # then `sync` runs from cg2 (no limit). Repeated for each size and mode:
 #   unlimited  cg1 io.max wbps=max
 #   limited    cg1 io.max wbps=$CXVM_LIMIT_BPS on the scratch disk
+#   cxiosyncd  limited, with cxiosyncd running (daemon_common.inc: cxd_start/cxd_stop)
 # Environment (vmrun.py --env): CXVM_SIZES_MIB (default "16"), CXVM_LIMIT_BPS (1048576),
 # CXVM_MODES (default "unlimited limited").
 # result.json: {"limit_bps", "sizes_mib", "modes", "runs": [{"mib", "mode", "sync_ms",
@@ -38,7 +39,10 @@ for mib in $sizes; do
 		case $mode in
 		unlimited) cxvm_io_max cg1 "wbps=max" ;;
 		limited) cxvm_io_max cg1 "wbps=$limit" ;;
-		# cxiosyncd) a later change starts the daemon here (limited + daemon running) ;;
+		cxiosyncd) # limited, with cxiosyncd running (stopped again after this run)
+			cxvm_io_max cg1 "wbps=$limit"
+			. "$CXVM_DIR/scenarios/daemon_common.inc"
+			cxd_start ;;
 		*) cxvm_fail "unknown mode $mode" ;;
 		esac
 		iomax=$(</sys/fs/cgroup/cg1/io.max)
@@ -52,6 +56,7 @@ for mib in $sizes; do
 		dirty=$(($(cxvm_kv $st file_dirty) + $(cxvm_kv $st file_writeback)))
 		cxvm_time_ms ms cxvm_cg_run cg2 sync || cxvm_fail "sync failed"
 		wb1=$(cxvm_iostat cg1 wbytes)
+		[ "$mode" = cxiosyncd ] && cxd_stop
 		cxvm_log "$mib MiB dirty in cg1, $mode ($iomax): sync from cg2 took $ms ms; cg1 wrote $((wb1 - wb0)) bytes"
 		runs+=("{\"mib\":$mib,\"mode\":\"$mode\",\"sync_ms\":$ms,\"dirty_before_sync\":$dirty,\"cg1_wbytes_delta\":$((wb1 - wb0)),\"io_max\":\"$iomax\"}")
 		cxvm_result runs "[$(IFS=,; echo "${runs[*]}")]"
