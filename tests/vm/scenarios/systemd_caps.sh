@@ -8,10 +8,12 @@
 . "$CXVM_DIR/scenarios/systemd_common.inc"
 
 CANDIDATES=${CAPS_CANDIDATES:-CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_DAC_OVERRIDE CAP_SYS_RESOURCE}
-DETECTORS=${CAPS_DETECTORS:-auto procfs}
+DETECTORS=${CAPS_DETECTORS:-procfs auto}
 MIB=${CAPS_MIB:-8}
 DROPIN=/run/systemd/system/cxiosyncd.service.d/99-cxvm-caps.conf
 
+save_journal() { journalctl -q -u cxiosyncd -o short-monotonic >"$CXVM_OUT/cxiosyncd.journal" 2>&1; }
+trap save_journal EXIT
 sd_install_deb
 systemctl stop cxiosyncd
 sd_slice 1M
@@ -34,15 +36,16 @@ ExecStart=/usr/sbin/cxiosyncd$args
 ${CAPS_UNIT_OVERRIDE:-}
 UNIT
 		systemctl daemon-reload
+		n=$((n + 1))
+		# Dirty first: the daemon sees cgroups created after its start only at its next tree
+		# walk (30 s).
+		sd_dirty "cxvm-caps-$n" "$MIB"
 		since=${EPOCHREALTIME/./}
 		state=started
 		systemctl restart cxiosyncd || state=start-failed
-		n=$((n + 1))
 		sync_ms=0 boosts=0 eperm=0
 		if [ $state = started ]; then
-			sd_dirty "cxvm-caps-$n" "$MIB"
 			sd_sync_timed sync_ms
-			systemctl stop "cxvm-caps-$n"
 			sleep 0.5
 			boosts=$(sd_journal_count "$since" '^boost ')
 			eperm=$(sd_journal_count "$since" 'Operation not permitted|Permission denied|EPERM|EACCES|Read-only file system')
@@ -55,7 +58,8 @@ UNIT
 		[ "$eperm" -gt 0 ] && journalctl -q -u cxiosyncd -o cat --since "@$((since / 1000000))" |
 			grep -E 'Operation not permitted|Permission denied|EPERM|EACCES|Read-only file system' | head -3
 		cxvm_result "caps.$det.$removed" "{\"ok\":$ok,\"state\":\"$state\",\"sync_ms\":$sync_ms,\"boosts\":$boosts,\"permission_errors\":$eperm,\"detector\":\"${chosen##* }\"}"
-		systemctl stop cxiosyncd
+		[ $state = started ] || sd_sync_timed _unused
+		systemctl stop cxiosyncd "cxvm-caps-$n"
 	done
 done
 cxvm_result_str candidates "$CANDIDATES"
