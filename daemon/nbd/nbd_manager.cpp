@@ -230,7 +230,7 @@ Result<BlockDeviceInfo> NbdManager::setup(int backingFd, const NbdOptions& opt,
   ssize_t n =
       ::readlink(("/proc/self/fd/" + std::to_string(backingFd)).c_str(), buf, sizeof buf - 1);
   if (n > 0) r.backingFile.assign(buf, static_cast<size_t>(n));
-  r.readOnly = opt.readOnly || sp->sizeBytes == 0 ? opt.readOnly : false;
+  r.readOnly = opt.readOnly;
   r.directIo = sp->directIo;
   r.blockSize = sp->blockSize;
   r.timeoutSec = opt.timeoutSec;

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -251,6 +252,25 @@ int main(int argc, char** argv) {
     die(doItErr ? doItErr.load() : ETIMEDOUT,
         "nbd" + std::to_string(index) + " did not come up" +
             (doItErr ? std::string(": NBD_DO_IT: ") + std::strerror(doItErr) : std::string()));
+  }
+  // The nbd driver leaves max_sectors_kb at 128 (its max_hw_sectors_kb is 32 MiB): every
+  // larger request would be split into 128 KiB pieces, each a round trip to a worker. Use
+  // the block layer's default cap that loop devices get (1280 KiB).
+  {
+    const std::string q = sysRoot + "/block/nbd" + std::to_string(index) + "/queue/";
+    uint64_t hw = 0;
+    if (int f = ::open((q + "max_hw_sectors_kb").c_str(), O_RDONLY | O_CLOEXEC); f >= 0) {
+      char b[32] = {};
+      if (::read(f, b, sizeof b - 1) > 0) hw = std::strtoull(b, nullptr, 10);
+      ::close(f);
+    }
+    const std::string v = std::to_string(hw ? std::min<uint64_t>(hw, 1280) : 1280);
+    if (int f = ::open((q + "max_sectors_kb").c_str(), O_WRONLY | O_CLOEXEC); f >= 0) {
+      if (::write(f, v.data(), v.size()) < 0)
+        std::fprintf(stderr, "cxiosync-nbd-server: max_sectors_kb %s: %s\n", v.c_str(),
+                     std::strerror(errno));
+      ::close(f);
+    }
   }
   // Let the worker threads reach their prctl before reporting it.
   for (int k = 0; k < 100 && server.stats().ioFlusherThreads + server.stats().ioFlusherFailures <

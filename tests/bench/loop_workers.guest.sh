@@ -92,6 +92,7 @@ for r in $(seq "$reps"); do
 		nbd*) info="$info hw_queues=$(ls /sys/block/${dev#/dev/}/mq | wc -l)" ;;
 		esac
 		mount -o ro,noload "$dev" /mnt/up || cxvm_fail "mount $row"
+		read -r nr0 _ nsec0 _ </sys/block/${dev#/dev/}/stat # counters survive detach: diff
 		sync
 		echo 3 >/proc/sys/vm/drop_caches
 		fio --name=r --filename=/mnt/up/big --rw=read --direct=1 --bs="$bs" --numjobs="$readers" \
@@ -104,6 +105,7 @@ for r in $(seq "$reps"); do
 		lat=$(jq '[.jobs[].read.clat_ns.mean] | add / length / 1000000' /tmp/fio.json)
 		# Requests the device completed, and their mean size (how the kernel split the reads).
 		read -r nr _ nsec _ </sys/block/${dev#/dev/}/stat
+		nr=$((nr - nr0)) nsec=$((nsec - nsec0))
 		req_kib=$(awk -v n="$nr" -v s="$nsec" 'BEGIN { printf "%.0f", n ? s / 2 / n : 0 }')
 		umount /mnt/up || cxvm_fail "umount $row"
 		detach "$row" "$dev" || cxvm_fail "detach $row"
