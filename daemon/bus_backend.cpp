@@ -363,7 +363,8 @@ DaemonBus::~DaemonBus() {
   server_.reset();
 }
 
-std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& options) {
+std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& options,
+                                             dbus::LoopBackend* loops) {
   std::unique_ptr<DaemonBus> b(new DaemonBus(daemon, options));
   auto report = b->store_.load();
   for (const auto& p : report.problems) spdlog::warn("runtime policy: {}", p);
@@ -385,6 +386,7 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   }
   dbus::BusServerOptions so;
   so.bus = *target;
+  so.loopBackend = loops;
   so.log = [](dbus::BusLogLevel level, const std::string& message) {
     switch (level) {
       case dbus::BusLogLevel::Notice:

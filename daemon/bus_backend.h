@@ -28,7 +28,8 @@ namespace cxiosync {
 
 namespace dbus {
 class BusServer;
-}
+class LoopBackend;
+}  // namespace dbus
 
 class BusBackend final : public dbus::ManagerBackend, public DaemonObserver {
  public:
@@ -93,7 +94,10 @@ class DaemonBus {
   // Loads the runtime policy into `daemon` (always), then connects to options.bus unless
   // "none". Never fails: a bus problem is logged as a warning and the daemon runs without its
   // API (server() == nullptr).
-  static std::unique_ptr<DaemonBus> attach(Daemon& daemon, const Options& options);
+  // loops: the loop devices API (Manager.LoopSetup/LoopList, org.cxiosync1.Loop); null: those
+  // calls answer NotSupported.
+  static std::unique_ptr<DaemonBus> attach(Daemon& daemon, const Options& options,
+                                           dbus::LoopBackend* loops = nullptr);
   ~DaemonBus();
   dbus::BusServer* server() const { return server_.get(); }
 

@@ -10,6 +10,7 @@
 #include "daemon/config_loader.h"
 #include "daemon/daemon.h"
 #include "daemon/logging.h"
+#include "daemon/loop_bus_backend.h"
 #include "daemon/observe.h"
 #include "daemon/options.h"
 #include "policy/config/defaults.h"
@@ -88,9 +89,11 @@ int main(int argc, char** argv) {
     if (!daemon) {
       spdlog::critical("cannot start: {}", daemon.error().message);
     } else {
+      // Loop devices: the manager reconciles its records with the kernel before READY=1.
+      auto loops = LoopBus::create(o);
       // Runtime policy + D-Bus API (org.cxiosync1) on the daemon's loop, before READY=1.
-      // Declared after the daemon: destroyed first.
-      auto bus = DaemonBus::attach(*daemon.value(), o);
+      // Declared after the daemon and the loops: destroyed first.
+      auto bus = DaemonBus::attach(*daemon.value(), o, loops ? loops->backend() : nullptr);
       rc = daemon.value()->run();
     }
   }

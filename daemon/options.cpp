@@ -18,7 +18,9 @@ Options:
   --proc-root=DIR        procfs (default /proc)
   --sys-root=DIR         sysfs (default /sys)
   --tracefs-root=DIR     tracefs (default /sys/kernel/tracing)
-  --run-dir=DIR          boost journal and metrics, a tmpfs (default /run/cxiosync)
+  --run-dir=DIR          boost journal, metrics and loop device records, a tmpfs
+                         (default /run/cxiosync)
+  --dev-root=DIR         device nodes: /dev/loop-control, /dev/loopN (default /dev)
   --state-dir=DIR        persistent runtime policy set through D-Bus
                          (default /var/lib/cxiosync)
   --bus=BUS              D-Bus API on system | session | none | ADDRESS (default system;
@@ -86,6 +88,8 @@ Result<Options> parseOptions(const std::vector<std::string>& args) {
       st = path(o.tracefsRoot);
     else if (name == "--run-dir")
       st = path(o.runDir);
+    else if (name == "--dev-root")
+      st = path(o.devRoot);
     else if (name == "--state-dir")
       st = path(o.stateDir);
     else if (name == "--bus") {

@@ -30,6 +30,7 @@ struct Options {
   std::string sysRoot = "/sys";
   std::string tracefsRoot = "/sys/kernel/tracing";
   std::string runDir = "/run/cxiosync";
+  std::string devRoot = "/dev";                // loop device nodes and /dev/loop-control
   std::string stateDir = "/var/lib/cxiosync";  // persistent runtime policy (D-Bus changes)
   // D-Bus: "system" | "session" | "none" | an address ("unix:path=/run/x").
   std::string bus = "system";

@@ -11,6 +11,7 @@
 
 #include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
 #include "dbus/authorizer.h"
+#include "dbus/loop_server.h"
 #include "dbus/validate.h"
 #include "dbus/wire.h"
 
@@ -95,6 +96,7 @@ struct BusServer::Impl {
   // Declared after conn so they are destroyed first (pending async calls are dropped).
   std::unique_ptr<sdbus::IProxy> busDriver;
   std::unique_ptr<sdbus::IProxy> polkit;
+  std::unique_ptr<LoopServer> loops;
   // Last published property values, for PropertiesChanged.
   std::string detector;
   bool dryRun = false;
@@ -109,6 +111,15 @@ struct BusServer::Impl {
                      const std::string& sender);
   void askPolkit(std::shared_ptr<sdbus::Result<>> result, std::shared_ptr<Mutation> m,
                  const std::string& sender, uint32_t uid);
+  // The caller's uid (bus driver, or uidOverride), then `next(uid)`; `denied` on failure.
+  void callerUid(const std::string& sender, std::function<void(uint32_t)> next,
+                 std::function<void(const std::string&)> denied);
+  // authorize() for `action`, asking polkit when it says so. Exactly one of the two is called.
+  void checkAction(const std::string& sender, uint32_t uid, const std::string& action,
+                   const std::string& what, bool interactive, std::function<void()> allowed,
+                   std::function<void(const std::string&)> denied);
+  void authorizeLoop(LoopAuthRequest request, std::function<void(uint32_t)> allowed,
+                     std::function<void(const std::string&)> denied);
   void finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m, uint32_t uid);
   void emitPolicyChanged(const std::string& cgroup, const std::string& knob,
                          const std::string& value, const std::string& source);
@@ -264,6 +275,21 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     });
   }
 
+  void LoopSetup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
+                 wire::Options options) override {
+    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
+    std::string sender;
+    try {
+      sender = msg ? msg->getSender() : std::string();
+    } catch (...) {
+    }
+    impl_.loops->setup(std::move(result), std::move(fd), options, sender);
+  }
+
+  std::vector<wire::LoopEntry> LoopList(const wire::Options& options) override {
+    return guarded(impl_.options.log, "LoopList", [&] { return impl_.loops->list(options); });
+  }
+
   // Property getters run inside sdbus callbacks too: same rule, never let anything escape.
   std::string Version() override {
     return guarded(impl_.options.log, "Get(Version)", [&] { return backend().status().version; });
@@ -293,6 +319,7 @@ void replyError(const std::shared_ptr<sdbus::Result<>>& result, const sdbus::Err
 }  // namespace
 
 BusServer::Impl::~Impl() {
+  loops.reset();
   polkit.reset();
   busDriver.reset();
   adaptor.reset();
@@ -327,45 +354,45 @@ void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
 // The caller's uid comes from the bus driver (GetConnectionUnixUser on the unique name),
 // asked asynchronously: authoritative (the kernel's SO_PEERCRED as seen by dbus-daemon), not
 // racy like reading /proc/PID, and the loop never waits on it.
-void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
-                                    std::shared_ptr<Mutation> m, const std::string& sender) {
+void BusServer::Impl::callerUid(const std::string& sender, std::function<void(uint32_t)> next,
+                                std::function<void(const std::string&)> denied) {
   if (options.uidOverride) {
-    askPolkit(std::move(result), std::move(m), sender, *options.uidOverride);
+    next(*options.uidOverride);
     return;
   }
   if (sender.empty()) {
     // A direct (peer-to-peer) connection has no bus driver; we never export on one.
-    refuse(result, "Cannot identify the caller (no sender on the message)");
+    denied("Cannot identify the caller (no sender on the message)");
     return;
   }
   busDriver->callMethodAsync("GetConnectionUnixUser")
       .onInterface("org.freedesktop.DBus")
       .withTimeout(kPolkitTimeout)
       .withArguments(sender)
-      .uponReplyInvoke([this, result, m, sender](const sdbus::Error* err, uint32_t uid) {
+      .uponReplyInvoke([next, denied](const sdbus::Error* err, uint32_t uid) {
         try {
           if (err) {
-            refuse(result, "Cannot identify the caller: " + err->getMessage());
+            denied("Cannot identify the caller: " + err->getMessage());
             return;
           }
-          askPolkit(result, m, sender, uid);
+          next(uid);
         } catch (...) {
-          replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
+          // next/denied never throw; nothing sensible is left to do here.
         }
       });
 }
 
-void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
-                                std::shared_ptr<Mutation> m, const std::string& sender,
-                                uint32_t uid) {
-  const bool interactive = m->options.interactive;
-  auto first = authorize(uid, kManageAction, m->what, PolkitAnswer::NotAsked, interactive);
+void BusServer::Impl::checkAction(const std::string& sender, uint32_t uid,
+                                  const std::string& action, const std::string& what,
+                                  bool interactive, std::function<void()> allowed,
+                                  std::function<void(const std::string&)> denied) {
+  auto first = authorize(uid, action, what, PolkitAnswer::NotAsked, interactive);
   if (first.verdict == AuthDecision::Verdict::Allow) {
-    finish(result, *m, uid);
+    allowed();
     return;
   }
   if (first.verdict == AuthDecision::Verdict::Deny) {
-    refuse(result, first.message);
+    denied(first.message);
     return;
   }
   using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
@@ -374,27 +401,81 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
   polkit->callMethodAsync("CheckAuthorization")
       .onInterface(kPolkitInterface)
       .withTimeout(interactive ? kPolkitInteractiveTimeout : kPolkitTimeout)
-      .withArguments(subject, std::string(kManageAction), details, polkitFlags(interactive),
-                     std::string())
-      .uponReplyInvoke([this, result, m, uid, interactive](
+      .withArguments(subject, action, details, polkitFlags(interactive), std::string())
+      .uponReplyInvoke([uid, action, what, interactive, allowed, denied](
                            const sdbus::Error* err,
                            sdbus::Struct<bool, bool, std::map<std::string, std::string>> reply) {
         try {
           PolkitAnswer answer = err ? polkitAnswerFromError(err->getName())
                                     : polkitAnswerFromReply(reply.get<0>(), reply.get<1>());
-          auto d = authorize(uid, kManageAction, m->what, answer, interactive);
+          auto d = authorize(uid, action, what, answer, interactive);
           if (d.verdict == AuthDecision::Verdict::Allow) {
-            finish(result, *m, uid);
+            allowed();
           } else {
             if (answer == PolkitAnswer::Failed && err) {
               d.message += " (" + err->getName() + ": " + err->getMessage() + ")";
             }
-            refuse(result, d.message);
+            denied(d.message);
           }
+        } catch (...) {
+          denied("authorization: internal error");
+        }
+      });
+}
+
+void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
+                                    std::shared_ptr<Mutation> m, const std::string& sender) {
+  callerUid(
+      sender,
+      [this, result, m, sender](uint32_t uid) {
+        try {
+          askPolkit(result, m, sender, uid);
         } catch (...) {
           replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
         }
-      });
+      },
+      [this, result](const std::string& message) { refuse(result, message); });
+}
+
+void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
+                                std::shared_ptr<Mutation> m, const std::string& sender,
+                                uint32_t uid) {
+  checkAction(
+      sender, uid, kManageAction, m->what, m->options.interactive,
+      [this, result, m, uid] {
+        try {
+          finish(result, *m, uid);
+        } catch (...) {
+          replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
+        }
+      },
+      [this, result](const std::string& message) { refuse(result, message); });
+}
+
+void BusServer::Impl::authorizeLoop(LoopAuthRequest request, std::function<void(uint32_t)> allowed,
+                                    std::function<void(const std::string&)> denied) {
+  auto req = std::make_shared<LoopAuthRequest>(std::move(request));
+  callerUid(
+      req->sender,
+      [this, req, allowed, denied](uint32_t uid) {
+        try {
+          auto d = req->decide(uid);
+          if (!d.refusal.empty()) {
+            denied(d.refusal);
+            return;
+          }
+          if (d.action.empty()) {
+            allowed(uid);
+            return;
+          }
+          checkAction(
+              req->sender, uid, d.action, req->what, req->interactive,
+              [allowed, uid] { allowed(uid); }, denied);
+        } catch (...) {
+          denied("authorization: internal error");
+        }
+      },
+      denied);
 }
 
 void BusServer::Impl::finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m,
@@ -505,6 +586,16 @@ Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
     impl->busDriver =
         sdbus::createProxy(*impl->conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
     impl->polkit = sdbus::createProxy(*impl->conn, opt.polkitBusName, kPolkitPath);
+    Impl* raw = impl.get();
+    impl->loops = std::make_unique<LoopServer>(
+        *impl->conn, opt.loopBackend,
+        [raw](LoopAuthRequest r, std::function<void(uint32_t)> allowed,
+              std::function<void(const std::string&)> denied) {
+          raw->authorizeLoop(std::move(r), std::move(allowed), std::move(denied));
+        },
+        opt.log);
+    impl->loops->refresh();
+    impl->loops->collect();
     auto s = backend.status();
     impl->detector = s.detector;
     impl->dryRun = s.dryRun;
@@ -564,6 +655,7 @@ bool BusServer::process() {
     for (int i = 0; i < 256; ++i) {
       if (!impl_->conn->processPendingRequest()) break;
     }
+    impl_->loops->collect();
     return true;
   } catch (const sdbus::Error&) {
     return false;

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "dbus/loop_backend.h"
 #include "dbus/manager_backend.h"
 #include "policy/result.h"
 
@@ -57,6 +58,9 @@ struct BusServerOptions {
   // errors caught in a handler. Unset: silent. Called on the loop thread; must not throw.
   std::function<void(BusLogLevel, const std::string&)> log;
   std::string busName = kBusName;  // the well-known name to request
+  // Loop devices (org.cxiosync1.Loop, Manager.LoopSetup/LoopList); null: those calls answer
+  // NotSupported. Not owned; must outlive the server.
+  LoopBackend* loopBackend = nullptr;
   // Test hooks. Production leaves these alone.
   std::string polkitBusName = "org.freedesktop.PolicyKit1";  // where CheckAuthorization goes
   std::optional<uint32_t> uidOverride;  // treat every caller as this uid (tests only)

@@ -6,6 +6,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include "dbus/loop_wire.h"
 #include "dbus/wire.h"
 
 namespace cxiosync::dbus {
@@ -254,6 +255,181 @@ std::string Client::introspect() {
   } catch (const sdbus::Error& e) {
     rethrow(e);
   }
+}
+
+namespace {
+
+bool unknownObject(const sdbus::Error& e) {
+  return e.getName() == "org.freedesktop.DBus.Error.UnknownObject" ||
+         e.getName() == "org.freedesktop.DBus.Error.UnknownMethod" ||
+         e.getName() == "org.freedesktop.DBus.Error.UnknownInterface";
+}
+
+[[noreturn]] void noSuchDevice(const std::string& name) {
+  throw ClientError("org.cxiosync1.Error.NoSuchDevice",
+                    "No loop device " + name + " (it does not exist or is not bound)");
+}
+
+wire::Options loopOptions(const Client::LoopRequest& req) {
+  wire::Options o;
+  if (req.interactive) o["interactive"] = sdbus::Variant(true);
+  if (req.force) o["force"] = sdbus::Variant(true);
+  return o;
+}
+
+}  // namespace
+
+Client::LoopSetupReply Client::loopSetup(int backingFd, const LoopSetupOptions& options,
+                                         bool interactive) {
+  try {
+    wire::LoopSetupRequest r{options, interactive};
+    sdbus::ObjectPath path;
+    sdbus::UnixFd devFd;
+    proxy_->callMethod("LoopSetup")
+        .onInterface(kManagerInterface)
+        .withArguments(sdbus::UnixFd(backingFd), wire::loopSetupOptionsToWire(r))
+        .withTimeout(interactive ? kInteractiveTimeout : kChangeTimeout)
+        .storeResultsTo(path, devFd);
+    LoopSetupReply reply;
+    reply.objectPath = path;
+    reply.deviceFd = devFd.release();
+    std::string name = wire::loopNameOfPath(path);
+    try {
+      reply.device = loopShow(name);
+    } catch (...) {
+      reply.device.name = name;
+      reply.device.device = "/dev/" + name;
+    }
+    return reply;
+  } catch (const sdbus::Error& e) {
+    rethrow(e);
+  }
+}
+
+std::vector<LoopInfo> Client::loopList(bool all) {
+  try {
+    std::vector<wire::LoopEntry> out;
+    wire::Options o;
+    if (all) o["all"] = sdbus::Variant(true);
+    proxy_->callMethod("LoopList")
+        .onInterface(kManagerInterface)
+        .withArguments(o)
+        .withTimeout(kReadTimeout)
+        .storeResultsTo(out);
+    std::vector<LoopInfo> v;
+    for (const auto& e : out) {
+      auto d = wire::loopFromWire(e.get<1>());
+      if (!d) throw ClientError("org.cxiosync1.Client.BadReply", d.error().message);
+      d->name = wire::loopNameOfPath(e.get<0>());
+      v.push_back(*d);
+    }
+    return v;
+  } catch (const sdbus::Error& e) {
+    rethrow(e);
+  }
+}
+
+LoopInfo Client::loopShow(const std::string& name) {
+  if (!wire::validLoopName(name)) noSuchDevice(name);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      auto proxy = sdbus::createProxy(*conn_, busName_, wire::loopObjectPath(name));
+      std::map<std::string, sdbus::Variant> props;
+      proxy->callMethod("GetAll")
+          .onInterface("org.freedesktop.DBus.Properties")
+          .withArguments(std::string(wire::kLoopInterface))
+          .withTimeout(kReadTimeout)
+          .storeResultsTo(props);
+      auto d = wire::loopFromWire(props);
+      if (!d) throw ClientError("org.cxiosync1.Client.BadReply", d.error().message);
+      d->name = name;
+      return *d;
+    } catch (const sdbus::Error& e) {
+      if (!unknownObject(e)) rethrow(e);
+      if (attempt == 0) {
+        loopList(true);  // the daemon exports objects for devices it has not seen yet
+        continue;
+      }
+      noSuchDevice(name);
+    }
+  }
+  noSuchDevice(name);
+}
+
+namespace {
+
+template <class... Args>
+void loopCall(sdbus::IConnection& conn, const std::string& busName, const std::string& name,
+              const char* method, bool interactive, Args&&... args) {
+  auto proxy = sdbus::createProxy(conn, busName, wire::loopObjectPath(name));
+  proxy->callMethod(method)
+      .onInterface(wire::kLoopInterface)
+      .withArguments(std::forward<Args>(args)...)
+      .withTimeout(interactive ? kInteractiveTimeout : kChangeTimeout);
+}
+
+}  // namespace
+
+#define CXIOSYNC_LOOP_CALL(...)                       \
+  if (!wire::validLoopName(name)) noSuchDevice(name); \
+  for (int attempt = 0; attempt < 2; ++attempt) {     \
+    try {                                             \
+      __VA_ARGS__;                                    \
+      return;                                         \
+    } catch (const sdbus::Error& e) {                 \
+      if (!unknownObject(e)) rethrow(e);              \
+      if (attempt == 0) {                             \
+        loopList(true);                               \
+        continue;                                     \
+      }                                               \
+      noSuchDevice(name);                             \
+    }                                                 \
+  }
+
+void Client::loopSetDirectIO(const std::string& name, bool on, const LoopRequest& req) {
+  CXIOSYNC_LOOP_CALL(
+      loopCall(*conn_, busName_, name, "SetDirectIO", req.interactive, on, loopOptions(req)))
+}
+
+void Client::loopSetBlockSize(const std::string& name, uint32_t size, const LoopRequest& req) {
+  CXIOSYNC_LOOP_CALL(
+      loopCall(*conn_, busName_, name, "SetBlockSize", req.interactive, size, loopOptions(req)))
+}
+
+void Client::loopSetCapacity(const std::string& name, const LoopRequest& req) {
+  CXIOSYNC_LOOP_CALL(
+      loopCall(*conn_, busName_, name, "SetCapacity", req.interactive, loopOptions(req)))
+}
+
+void Client::loopSetAutoclear(const std::string& name, bool on, const LoopRequest& req) {
+  CXIOSYNC_LOOP_CALL(
+      loopCall(*conn_, busName_, name, "SetAutoclear", req.interactive, on, loopOptions(req)))
+}
+
+#undef CXIOSYNC_LOOP_CALL
+
+bool Client::loopDetach(const std::string& name, const LoopRequest& req) {
+  if (!wire::validLoopName(name)) noSuchDevice(name);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      auto proxy = sdbus::createProxy(*conn_, busName_, wire::loopObjectPath(name));
+      bool lazy = false;
+      proxy->callMethod("Detach")
+          .onInterface(wire::kLoopInterface)
+          .withArguments(loopOptions(req))
+          .withTimeout(req.interactive ? kInteractiveTimeout : kChangeTimeout)
+          .storeResultsTo(lazy);
+      return lazy;
+    } catch (const sdbus::Error& e) {
+      if (!unknownObject(e)) rethrow(e);
+      if (attempt == 0) {
+        loopList(true);
+        continue;
+      }
+      noSuchDevice(name);
+    }
+  }
+  noSuchDevice(name);
 }
 
 void Client::monitor(const std::function<void(const EventView&)>& onEvent, int stopFd,

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "dbus/bus_server.h"  // BusTarget, names
+#include "dbus/bus_server.h"    // BusTarget, names
+#include "dbus/loop_backend.h"  // LoopInfo, LoopSetupOptions
 #include "dbus/views.h"
 
 namespace sdbus {
@@ -65,6 +66,26 @@ class Client {
   void reload(const ChangeRequest& req);
 
   std::string introspect();  // org.freedesktop.DBus.Introspectable of /org/cxiosync1
+
+  // Loop devices. Names are "loopN". A device the daemon does not know (or that is not
+  // bound) fails with org.cxiosync1.Error.NoSuchDevice.
+  struct LoopRequest {
+    bool interactive = false;
+    bool force = false;
+  };
+  struct LoopSetupReply {
+    std::string objectPath;
+    LoopInfo device;
+    int deviceFd = -1;  // owned by the caller: close it (autoclear: after use)
+  };
+  LoopSetupReply loopSetup(int backingFd, const LoopSetupOptions& options, bool interactive);
+  std::vector<LoopInfo> loopList(bool all);
+  LoopInfo loopShow(const std::string& name);
+  void loopSetDirectIO(const std::string& name, bool on, const LoopRequest& req);
+  void loopSetBlockSize(const std::string& name, uint32_t size, const LoopRequest& req);
+  void loopSetCapacity(const std::string& name, const LoopRequest& req);
+  void loopSetAutoclear(const std::string& name, bool on, const LoopRequest& req);
+  bool loopDetach(const std::string& name, const LoopRequest& req);  // true: lazy
 
   // Subscribes to the Manager's signals and delivers them until `stopFd` becomes readable
   // (e.g. a signalfd for SIGINT/SIGTERM) or the daemon leaves the bus. `onReady` runs once

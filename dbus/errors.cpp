@@ -1,5 +1,6 @@
 #include <cerrno>
 
+#include "dbus/loop_backend.h"
 #include "dbus/manager_backend.h"
 
 namespace cxiosync::dbus {
@@ -37,6 +38,24 @@ const char* errorKindName(ErrorKind kind) {
       break;
   }
   return "org.cxiosync1.Error.Failed";
+}
+
+const char* loopErrorName(const Error& error) {
+  switch (error.code) {
+    case ENOENT:
+    case ENXIO:
+      return "org.cxiosync1.Error.NoSuchDevice";
+    case EBUSY:
+    case EAGAIN:
+      return "org.cxiosync1.Error.Busy";
+    case EBADF:
+      return "org.cxiosync1.Error.InvalidArgument";
+    case ENODEV:
+      return "org.cxiosync1.Error.NotSupported";
+    default:
+      break;
+  }
+  return errorKindName(errorKindOf(error));
 }
 
 }  // namespace cxiosync::dbus

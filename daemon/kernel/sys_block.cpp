@@ -20,6 +20,9 @@ DevNum devNumFromDevT(dev_t d) {
 Result<DevNum> statDevice(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return sysError(errno, "stat", path);
+  // A loop backed by a block device (losetup /dev/sdb): the device itself, not the
+  // filesystem holding its node (devtmpfs, an anonymous 0:N).
+  if (S_ISBLK(st.st_mode)) return devNumFromDevT(st.st_rdev);
   return devNumFromDevT(st.st_dev);
 }
 

@@ -68,7 +68,8 @@ class SysBlock {
   StatDevFn statDev_;
 };
 
-// Default StatDevFn: stat(path).st_dev.
+// Default StatDevFn: stat(path).st_dev; for a block device node, st_rdev (the device
+// itself, not devtmpfs's anonymous device).
 Result<DevNum> statDevice(const std::string& path);
 DevNum devNumFromDevT(dev_t d);
 

@@ -10,6 +10,7 @@
 
 #include "cxiosync_version.h"
 #include "dbus/client.h"
+#include "dbus/ctl/loop_cli.h"
 #include "dbus/ctl/polkit_agent.h"
 #include "dbus/ctl/render.h"
 #include "dbus/ctl/unit_name.h"
@@ -40,6 +41,7 @@ const std::map<std::string, VerbSpec>& verbs() {
       {"metrics", {0, "metrics"}},
       {"reload", {0, "reload"}},
       {"check-config", {1, "check-config FILE"}},
+      {"loop", {1, "loop add|list|show|set|detach ..."}},
       {"version", {0, "version"}},
       {"help", {0, "help"}},
   };
@@ -154,6 +156,11 @@ int Runner::run() {
     if (v == "monitor") return monitor();
     if (v == "metrics") return metrics();
     if (v == "reload") return reload();
+    if (v == "loop") {
+      PolkitAgent agent(!opt_.noAskPassword && opt_.bus.kind == dbus::BusTarget::Kind::System &&
+                        inv_.args[0] != "list" && inv_.args[0] != "show");
+      return runLoop(inv_, io_, [this]() -> dbus::Client& { return client(); });
+    }
     return fail(kExitInvalidArgs, "Unknown verb '" + v + "'");
   } catch (const dbus::ClientError& e) {
     return failCall(e);
@@ -390,6 +397,7 @@ std::string usage() {
                          "ceiling", "reset",  "boosts",       "syncers", "monitor",
                          "metrics", "reload", "check-config", "version"};
   for (const char* v : order) out += "  " + std::string(verbs().at(v).synopsis) + "\n";
+  out += loopUsage();
   out +=
       "\nCG is a cgroup path (/backup.slice) or a unit name (backup.slice, a-b.slice).\n\n"
       "Options:\n"
@@ -457,6 +465,29 @@ Result<Invocation> parseArgs(const std::vector<std::string>& args) {
       o.noAskPassword = true;
     } else if (a == "--runtime") {
       o.runtime = true;
+    } else if (a == "--read-only") {
+      o.loop.readOnly = true;
+    } else if (a == "--autoclear") {
+      o.loop.autoclear = true;
+    } else if (a == "--partscan") {
+      o.loop.partscan = true;
+    } else if (a == "--all") {
+      o.loop.all = true;
+    } else if (a == "--capacity") {
+      o.loop.capacity = true;
+    } else if (a == "--force") {
+      o.loop.force = true;
+    } else if (a == "--direct-io") {
+      o.loop.directIo = "on";  // losetup: a bare --direct-io means on
+    } else if (is("--direct-io")) {
+      auto v = valueOf("--direct-io");
+      if (!v) return v.error();
+      o.loop.directIo = *v;
+    } else if (is("--offset") || is("--size") || is("--block-size")) {
+      const std::string name = a.substr(0, a.find('='));
+      auto v = valueOf(name);
+      if (!v) return v.error();
+      (name == "--offset" ? o.loop.offset : name == "--size" ? o.loop.size : o.loop.blockSize) = *v;
     } else if (is("--bus")) {
       auto v = valueOf("--bus");
       if (!v) return v.error();
@@ -479,7 +510,13 @@ Result<Invocation> parseArgs(const std::vector<std::string>& args) {
   inv.args.assign(positional.begin() + 1, positional.end());
   auto it = verbs().find(inv.verb);
   if (it == verbs().end()) return invalid("unknown command '" + inv.verb + "' (see --help)");
-  if (inv.args.size() != it->second.args) {
+  if (inv.verb == "loop") {
+    if (auto st = checkLoopArgs(inv); !st) return st.error();
+  } else if (o.loop.any()) {
+    return invalid(
+        "--read-only, --offset, --size, --block-size, --direct-io, --autoclear, "
+        "--partscan, --all, --capacity and --force apply only to the loop commands");
+  } else if (inv.args.size() != it->second.args) {
     return invalid("usage: cxiosyncctl " + std::string(it->second.synopsis));
   }
   if (o.runtime && inv.verb != "isolate" && inv.verb != "boost" && inv.verb != "ceiling") {

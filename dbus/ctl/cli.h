@@ -1,6 +1,7 @@
 #pragma once
 // cxiosyncctl: argument parsing (pure) and verb execution. main.cpp is a thin shell around run().
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,20 @@ enum ExitCode : int {
 
 enum class JsonMode { Off, Pretty, Short };
 
+// Options of the loop verbs (loop add/list/set/detach); rejected with any other verb.
+struct LoopFlags {
+  bool readOnly = false, autoclear = false, partscan = false;  // add
+  bool all = false;                                            // list
+  bool capacity = false;                                       // set
+  bool force = false;                                          // set, detach
+  std::optional<std::string> offset, size, blockSize;          // add (blockSize: set too)
+  std::optional<std::string> directIo;                         // add, set
+  bool any() const {
+    return readOnly || autoclear || partscan || all || capacity || force || offset || size ||
+           blockSize || directIo;
+  }
+};
+
 struct CliOptions {
   JsonMode json = JsonMode::Off;
   bool noPager = false;
@@ -30,6 +45,7 @@ struct CliOptions {
   bool runtime = false;
   bool help = false;
   dbus::BusTarget bus = dbus::BusTarget::system();
+  LoopFlags loop;
 };
 
 struct Invocation {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compare the org.cxiosync1.Manager interface of two introspection XML files.
 
-Usage: introspect_normalize.py EXPECTED.xml ACTUAL.xml
+Usage: introspect_normalize.py EXPECTED.xml ACTUAL.xml [INTERFACE]
+(INTERFACE defaults to org.cxiosync1.Manager.)
 Normalizes to one line per member (methods, signals, properties with their arguments in
 order, names, types and directions; property access), sorted; ignores comments, whitespace,
 annotations and the standard org.freedesktop.DBus.* interfaces. Exit 0 if equal, 1 with a
@@ -14,7 +15,7 @@ import xml.etree.ElementTree as ET
 IFACE = "org.cxiosync1.Manager"
 
 
-def normalize(path):
+def normalize(path, IFACE=IFACE):
     root = ET.parse(path).getroot()
     lines = []
     found = False
@@ -37,7 +38,8 @@ def normalize(path):
 
 
 def main():
-    expected, actual = normalize(sys.argv[1]), normalize(sys.argv[2])
+    iface = sys.argv[3] if len(sys.argv) > 3 else IFACE
+    expected, actual = normalize(sys.argv[1], iface), normalize(sys.argv[2], iface)
     if expected == actual:
         print("\n".join(actual))
         return 0

@@ -7,6 +7,8 @@
 //                           allow | deny | challenge | interactive (allow only when the
 //                           AllowUserInteraction flag is set) | absent (no fake; default)
 //   --fail-reload           the next Reload fails with InvalidArgument
+//   --loop-run-dir=DIR      export the loop API over the REAL loop mechanics (LoopManager on
+//                           /dev and /sys; records in DIR); needs root and /dev/loop-control
 // Signals: SIGTERM/SIGINT stop; SIGUSR1 emits SyncDetected, BoostStarted, BoostEnded and a
 // daemon-side PolicyChanged; SIGUSR2 toggles a second boost (ActiveBoosts 1 <-> 2).
 // Prints "READY <unique name>" on stdout once the name is owned.
@@ -22,6 +24,10 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/bus_server.h"
+#ifdef CXIOSYNC_TEST_SERVER_LOOPS
+#include "daemon/loop_bus_backend.h"
+#include "daemon/options.h"
+#endif
 #include "tests/dbus/fake_backend.h"
 
 using namespace cxiosync;
@@ -40,7 +46,7 @@ int pollTimeout(const sdbus::IConnection::PollData& pd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string address, polkitMode = "absent";
+  std::string address, polkitMode = "absent", loopRunDir;
   BusServerOptions options;
   testing::FakeBackend backend;
   for (int i = 1; i < argc; ++i) {
@@ -53,6 +59,8 @@ int main(int argc, char** argv) {
       polkitMode = a.substr(9);
     } else if (a == "--fail-reload") {
       backend.failNextReload = true;
+    } else if (a.rfind("--loop-run-dir=", 0) == 0) {
+      loopRunDir = a.substr(15);
     } else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -89,7 +97,7 @@ int main(int argc, char** argv) {
         .implementedAs([polkitMode](const Subject&, const std::string& action,
                                     const std::map<std::string, std::string>&, uint32_t flags,
                                     const std::string&) -> Reply {
-          if (action != "org.cxiosync1.manage") return Reply{false, false, {}};
+          if (action.rfind("org.cxiosync1.", 0) != 0) return Reply{false, false, {}};
           if (polkitMode == "allow") return Reply{true, false, {}};
           if (polkitMode == "challenge") return Reply{false, true, {}};
           if (polkitMode == "interactive") return Reply{(flags & 1) != 0, (flags & 1) == 0, {}};
@@ -99,6 +107,24 @@ int main(int argc, char** argv) {
     polkitConn->requestName("org.freedesktop.PolicyKit1");
   }
 
+#ifdef CXIOSYNC_TEST_SERVER_LOOPS
+  std::unique_ptr<cxiosync::LoopBus> loops;
+  if (!loopRunDir.empty()) {
+    cxiosync::Options daemonOptions;
+    daemonOptions.runDir = loopRunDir;
+    loops = cxiosync::LoopBus::create(daemonOptions);
+    if (!loops) {
+      std::fprintf(stderr, "test server: loop devices unavailable\n");
+      return 3;
+    }
+    options.loopBackend = loops->backend();
+  }
+#else
+  if (!loopRunDir.empty()) {
+    std::fprintf(stderr, "test server: built without the loop backend\n");
+    return 3;
+  }
+#endif
   auto server = BusServer::create(backend, options);
   if (!server) {
     std::fprintf(stderr, "test server: %s\n", server.error().message.c_str());

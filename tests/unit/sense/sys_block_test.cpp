@@ -1,5 +1,7 @@
 #include "daemon/kernel/sys_block.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "tests/unit/sense/fake_tree.h"
@@ -112,6 +114,34 @@ TEST_F(SysBlockTest, FilesystemDeviceOfAnonymousDevViaMountInfo) {
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(*d, (DevNum{254, 0}));
   EXPECT_FALSE(filesystemDevice(DevNum{0, 36}, mi, *sb).ok());
+}
+
+// A loop backed by a block device (losetup /dev/sdb): the default stat function must give
+// the device itself (st_rdev), not devtmpfs's anonymous st_dev (major 0, dropped as "no
+// io.max"). Uses a real block device node of this host (/dev/loopN exist wherever the loop
+// module is loaded).
+TEST_F(SysBlockTest, LoopBackedByABlockDeviceFollowsTheDeviceItself) {
+  std::string node;
+  struct stat st {};
+  for (int i = 0; i < 8 && node.empty(); ++i) {
+    std::string p = "/dev/loop" + std::to_string(i);
+    if (::stat(p.c_str(), &st) == 0 && S_ISBLK(st.st_mode)) node = p;
+  }
+  if (node.empty()) GTEST_SKIP() << "no /dev/loopN block device node on this host";
+  const DevNum rdev = devNumFromDevT(st.st_rdev);
+  auto viaStat = statDevice(node);
+  ASSERT_TRUE(viaStat.ok()) << viaStat.error().message;
+  EXPECT_EQ(*viaStat, rdev) << "st_rdev of the node, not st_dev of devtmpfs";
+  EXPECT_NE(viaStat->major, 0u);
+
+  // loop99 (7:99) in the fake tree, backed by that node.
+  add("loop99", "7:99", "devices/virtual/block");
+  tree.file(dirOf("loop99") + "/loop/backing_file", node + "\n");
+  auto real = SysBlock::open(tree.root());  // default stat function
+  ASSERT_TRUE(real.ok()) << real.error().message;
+  auto lower = (*real)->lowerOf(DevNum{7, 99});
+  ASSERT_TRUE(lower.ok()) << lower.error().message;
+  EXPECT_EQ(*lower, (std::vector<DevNum>{rdev}));
 }
 
 }  // namespace

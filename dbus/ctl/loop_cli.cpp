@@ -1,0 +1,438 @@
+#include "dbus/ctl/loop_cli.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "dbus/ctl/format.h"
+
+namespace cxiosync::ctl {
+
+namespace {
+
+Error invalid(std::string m) {
+  return makeError(std::move(m), EINVAL);
+}
+
+std::string userName(uint32_t uid) {
+  struct passwd pw {};
+  struct passwd* res = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res) return res->pw_name;
+  return std::to_string(uid);
+}
+
+std::string owner(const dbus::LoopInfo& d) {
+  if (d.foreign) return d.foreignOwner.empty() ? "foreign" : "foreign:" + d.foreignOwner;
+  if (d.setupByUid == dbus::kUnknownUid) return "?";
+  return userName(d.setupByUid);
+}
+
+std::string dio(const dbus::LoopInfo& d) {
+  if (d.directIo) return "1";
+  return d.directIoNote.empty() ? "0" : "0!";
+}
+
+Json orNull(const std::string& s) {
+  return s.empty() ? Json() : Json(s);
+}
+
+bool validName(const std::string& name) {
+  if (name.size() < 5 || name.size() > 13 || name.rfind("loop", 0) != 0) return false;
+  if (name.find_first_not_of("0123456789", 4) != std::string::npos) return false;
+  return !(name.size() > 5 && name[4] == '0');
+}
+
+const char* const kAddFlags =
+    "--read-only, --offset, --size, --block-size, --direct-io, "
+    "--autoclear, --partscan";
+
+}  // namespace
+
+std::string loopUsage() {
+  return "  loop add FILE [--read-only] [--offset N] [--size N] [--block-size N]\n"
+         "           [--direct-io=auto|on|off] [--autoclear] [--partscan] [-- CMD ARGS...]\n"
+         "  loop list [--all]\n"
+         "  loop show DEV\n"
+         "  loop set DEV [--direct-io=on|off] [--block-size N] [--capacity] [--force]\n"
+         "  loop detach DEV [--force]\n";
+}
+
+Result<std::string> loopNameArg(const std::string& arg) {
+  std::string s = arg;
+  if (s.rfind("/dev/", 0) == 0) s = s.substr(5);
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) s = "loop" + s;
+  if (!validName(s)) {
+    return invalid("'" + arg + "' is not a loop device (loopN, /dev/loopN or N)");
+  }
+  return s;
+}
+
+Result<uint64_t> parseLoopSize(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 20) return invalid("'" + text + "' is not a size in bytes");
+  uint64_t v = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    uint64_t d = static_cast<uint64_t>(text[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return invalid("'" + text + "' is too large");
+    v = v * 10 + d;
+  }
+  std::string suffix = text.substr(digits);
+  if (suffix == "KiB" || suffix == "k") suffix = "K";
+  if (suffix.size() == 3 && suffix.substr(1) == "iB") suffix = suffix.substr(0, 1);
+  uint64_t mult = 1;
+  if (suffix.empty()) {
+  } else if (suffix == "K") {
+    mult = 1ull << 10;
+  } else if (suffix == "M") {
+    mult = 1ull << 20;
+  } else if (suffix == "G") {
+    mult = 1ull << 30;
+  } else if (suffix == "T") {
+    mult = 1ull << 40;
+  } else {
+    return invalid("'" + text + "': unknown unit '" + suffix + "' (K, M, G, T: powers of 1024)");
+  }
+  if (v != 0 && v > UINT64_MAX / mult) return invalid("'" + text + "' is too large");
+  return v * mult;
+}
+
+Status checkLoopArgs(const Invocation& inv) {
+  const auto& a = inv.args;
+  const auto& f = inv.options.loop;
+  const std::string sub = a.empty() ? "" : a[0];
+  auto usage = [&]() { return invalid("usage:\n" + loopUsage()); };
+  const bool addFlags = f.readOnly || f.autoclear || f.partscan || f.offset || f.size;
+  if (sub == "add") {
+    if (a.size() < 2) return usage();
+    if (f.all || f.capacity || f.force) return invalid("loop add takes " + std::string(kAddFlags));
+  } else if (sub == "list") {
+    if (a.size() != 1) return usage();
+    if (addFlags || f.capacity || f.force || f.blockSize || f.directIo)
+      return invalid("loop list takes only --all");
+  } else if (sub == "show") {
+    if (a.size() != 2) return usage();
+    if (f.any()) return invalid("loop show takes no options");
+  } else if (sub == "set") {
+    if (a.size() != 2) return usage();
+    if (addFlags || f.all) {
+      return invalid("loop set takes --direct-io=on|off, --block-size N, --capacity, --force");
+    }
+    if (!f.directIo && !f.blockSize && !f.capacity) {
+      return invalid(
+          "loop set: nothing to change (--direct-io=on|off, --block-size N, --capacity)");
+    }
+    if (f.directIo && *f.directIo != "on" && *f.directIo != "off") {
+      return invalid("loop set: --direct-io takes on or off, not '" + *f.directIo + "'");
+    }
+  } else if (sub == "detach") {
+    if (a.size() != 2) return usage();
+    if (addFlags || f.all || f.capacity || f.blockSize || f.directIo)
+      return invalid("loop detach takes only --force");
+  } else {
+    return usage();
+  }
+  if (sub != "add" && sub != "list") {
+    if (auto n = loopNameArg(a[1]); !n) return n.error();
+  }
+  if (sub == "add") {
+    if (f.directIo && *f.directIo != "auto" && *f.directIo != "on" && *f.directIo != "off") {
+      return invalid("--direct-io takes auto, on or off, not '" + *f.directIo + "'");
+    }
+    for (const auto* v : {&f.offset, &f.size}) {
+      if (*v) {
+        if (auto s = parseLoopSize(**v); !s) return s.error();
+      }
+    }
+    if (f.autoclear && a.size() < 3) {
+      return invalid(
+          "loop add --autoclear: an autoclear device detaches when its last user closes it, "
+          "and cxiosyncctl's own handle closes when it exits; give a command to run while "
+          "holding the device: loop add FILE --autoclear -- CMD ARGS... ({} is replaced by "
+          "the device)");
+    }
+  }
+  if (f.blockSize) {
+    auto s = parseLoopSize(*f.blockSize);
+    if (!s) return s.error();
+    if (*s < 512 || *s > 65536 || (*s & (*s - 1)) != 0) {
+      return invalid("--block-size " + *f.blockSize + " is not a power of two 512..65536");
+    }
+  }
+  return Ok{};
+}
+
+Json loopJson(const dbus::LoopInfo& d) {
+  Json o = Json::object();
+  o.set("name", d.name)
+      .set("device", d.device)
+      .set("backing_file", d.backingFile)
+      .set("offset", d.offset)
+      .set("size_limit", d.sizeLimit)
+      .set("size", d.sizeBytes)
+      .set("read_only", d.readOnly)
+      .set("autoclear", d.autoclear)
+      .set("partscan", d.partscan)
+      .set("direct_io", d.directIo)
+      .set("direct_io_mode", orNull(d.directIoMode))
+      .set("direct_io_note", orNull(d.directIoNote))
+      .set("block_size", d.blockSize)
+      .set("block_size_source", orNull(d.blockSizeSource))
+      .set("setup_by_uid", d.setupByUid == dbus::kUnknownUid ? Json() : Json(d.setupByUid))
+      .set("setup_realtime_usec", d.setupRealtimeUsec ? Json(d.setupRealtimeUsec) : Json())
+      .set("foreign", d.foreign)
+      .set("foreign_owner", orNull(d.foreignOwner))
+      .set("backing_device", orNull(d.backingDevice))
+      .set("backing_disk", orNull(d.backingDisk))
+      .set("request_depth", d.requestDepth)
+      .set("backend", d.backend);
+  return o;
+}
+
+Json loopsJson(const std::vector<dbus::LoopInfo>& list) {
+  Json a = Json::array();
+  for (const auto& d : list) a.push(loopJson(d));
+  return a;
+}
+
+std::string loopsText(const std::vector<dbus::LoopInfo>& list, bool legend, bool bold) {
+  Table t(
+      {"NAME", "BACK-FILE", "OFFSET", "SIZELIMIT", "RO", "AUTOCLEAR", "DIO", "LOG-SEC", "OWNER"});
+  for (size_t c : {2u, 3u, 4u, 5u, 6u, 7u}) t.rightAlign(c);
+  std::string notes;
+  for (const auto& d : list) {
+    t.addRow({d.device, d.backingFile, std::to_string(d.offset), std::to_string(d.sizeLimit),
+              d.readOnly ? "1" : "0", d.autoclear ? "1" : "0", dio(d), std::to_string(d.blockSize),
+              owner(d)});
+    if (!d.directIo && !d.directIoNote.empty()) {
+      notes += d.name + ": direct I/O off: " + d.directIoNote + "\n";
+    }
+  }
+  std::string out = t.render(legend, bold);
+  if (legend) {
+    out += notes;
+    out += "\n" + std::to_string(list.size()) + " loop device" + (list.size() == 1 ? "" : "s") +
+           " listed.\n";
+  }
+  return out;
+}
+
+std::string loopText(const dbus::LoopInfo& d) {
+  std::string out = d.device + "\n";
+  auto row = [&](const char* k, const std::string& v) {
+    std::string key = k;
+    out += std::string(16 - std::min<size_t>(16, key.size()), ' ') + key + ": " + v + "\n";
+  };
+  row("Backing file", d.backingFile);
+  if (!d.backingDevice.empty()) {
+    row("Backing device",
+        d.backingDevice + (d.backingDisk.empty() || d.backingDisk == d.backingDevice
+                               ? ""
+                               : " (disk " + d.backingDisk + ")"));
+  }
+  row("Offset", std::to_string(d.offset));
+  row("Size limit", d.sizeLimit ? std::to_string(d.sizeLimit) : "0 (to the end of the file)");
+  row("Size", formatBytes(d.sizeBytes));
+  row("Read-only", d.readOnly ? "yes" : "no");
+  row("Autoclear", d.autoclear ? "yes" : "no");
+  row("Part scan", d.partscan ? "yes" : "no");
+  std::string dioText = d.directIo ? "on" : "off";
+  if (!d.directIoMode.empty()) dioText += " (asked: " + d.directIoMode + ")";
+  row("Direct I/O", dioText);
+  if (!d.directIoNote.empty()) row("", d.directIoNote);
+  row("Block size", std::to_string(d.blockSize) +
+                        (d.blockSizeSource.empty() ? "" : " (" + d.blockSizeSource + ")"));
+  if (d.foreign) {
+    row("Owner", "foreign" + (d.foreignOwner.empty() ? "" : " (" + d.foreignOwner + ")") +
+                     ": not set up by cxiosync, changed only by root with --force");
+  } else {
+    std::string who = "uid " + std::to_string(d.setupByUid) + " (" + userName(d.setupByUid) + ")";
+    if (d.setupRealtimeUsec) who += ", " + formatTimestamp(d.setupRealtimeUsec);
+    row("Set up by", who);
+  }
+  row("Request depth", std::to_string(d.requestDepth));
+  row("Backend", d.backend);
+  return out;
+}
+
+namespace {
+
+class LoopRunner {
+ public:
+  LoopRunner(const Invocation& inv, const Io& io, const std::function<dbus::Client&()>& client)
+      : inv_(inv), o_(inv.options), f_(inv.options.loop), io_(io), client_(client) {}
+
+  int run() {
+    const std::string& sub = inv_.args[0];
+    if (sub == "add") return add();
+    if (sub == "list") return list();
+    if (sub == "show") return show();
+    if (sub == "set") return set();
+    return detach();
+  }
+
+ private:
+  bool json() const { return o_.json != JsonMode::Off; }
+  void printJson(const Json& j) const { io_.out(j.dump(o_.json == JsonMode::Pretty) + "\n"); }
+  void say(const std::string& line) const {
+    if (!o_.quiet) io_.out(line + "\n");
+  }
+  int fail(int code, const std::string& m) const {
+    io_.err(m + "\n");
+    return code;
+  }
+  dbus::Client::LoopRequest req() const { return {!o_.noAskPassword, f_.force}; }
+  std::string name() const { return *loopNameArg(inv_.args[1]); }
+
+  int add() {
+    const std::string& file = inv_.args[1];
+    dbus::LoopSetupOptions opt;
+    opt.readOnly = f_.readOnly;
+    opt.autoclear = f_.autoclear;
+    opt.partscan = f_.partscan;
+    if (f_.offset) opt.offset = *parseLoopSize(*f_.offset);
+    if (f_.size) opt.sizeLimit = *parseLoopSize(*f_.size);
+    if (f_.blockSize) opt.blockSize = static_cast<uint32_t>(*parseLoopSize(*f_.blockSize));
+    if (f_.directIo) opt.directIo = *f_.directIo;
+    // The caller's rights count: we open the file, the daemon never does.
+    int fd = ::open(file.c_str(), (f_.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+      int e = errno;
+      return fail(e == EACCES || e == EPERM || e == EROFS ? kExitPermission : kExitFailure,
+                  "Cannot open " + file +
+                      (f_.readOnly ? " for reading: " : " for reading and writing: ") +
+                      std::strerror(e) + (e == EACCES || e == EROFS ? " (try --read-only)" : ""));
+    }
+    dbus::Client::LoopSetupReply r;
+    try {
+      r = client_().loopSetup(fd, opt, !o_.noAskPassword);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    const auto& d = r.device;
+    if (json()) {
+      printJson(loopJson(d));
+    } else {
+      std::string line = "Set up " + d.device + " backed by " + d.backingFile + ": direct I/O " +
+                         (d.directIo ? "on" : "off") + ", block size " +
+                         std::to_string(d.blockSize) +
+                         (d.blockSizeSource.empty() ? "" : " (" + d.blockSizeSource + ")") +
+                         (d.readOnly ? ", read-only" : "") + ".";
+      say(line);
+      if (!d.directIo && !d.directIoNote.empty() && !o_.quiet) {
+        io_.err("Note: direct I/O is off: " + d.directIoNote + "\n");
+      }
+    }
+    int rc = kExitOk;
+    if (inv_.args.size() > 2) rc = runHolding(d.device);
+    if (r.deviceFd >= 0) ::close(r.deviceFd);
+    return rc;
+  }
+
+  // Runs CMD ARGS... ({} → the device) while our handle keeps an autoclear device alive.
+  int runHolding(const std::string& device) {
+    std::vector<std::string> argv(inv_.args.begin() + 2, inv_.args.end());
+    for (auto& a : argv) {
+      for (size_t p; (p = a.find("{}")) != std::string::npos;) a.replace(p, 2, device);
+    }
+    pid_t pid = fork();
+    if (pid < 0) return fail(kExitFailure, std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execvp(args[0], args.data());
+      _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  }
+
+  int list() {
+    auto l = client_().loopList(f_.all);
+    if (json()) {
+      printJson(loopsJson(l));
+    } else {
+      io_.page(loopsText(l, !o_.noLegend, io_.color));
+    }
+    return kExitOk;
+  }
+
+  int show() {
+    auto d = client_().loopShow(name());
+    if (json()) {
+      printJson(loopJson(d));
+    } else {
+      io_.page(loopText(d));
+    }
+    return kExitOk;
+  }
+
+  int set() {
+    const std::string n = name();
+    auto& c = client_();
+    std::vector<std::string> done;
+    if (f_.blockSize) {
+      auto size = static_cast<uint32_t>(*parseLoopSize(*f_.blockSize));
+      c.loopSetBlockSize(n, size, req());
+      done.push_back("block size " + std::to_string(size));
+    }
+    if (f_.directIo) {
+      c.loopSetDirectIO(n, *f_.directIo == "on", req());
+      done.push_back("direct I/O " + *f_.directIo);
+    }
+    if (f_.capacity) {
+      c.loopSetCapacity(n, req());
+      done.push_back("capacity refreshed");
+    }
+    auto d = c.loopShow(n);
+    if (json()) {
+      printJson(loopJson(d));
+    } else {
+      std::string line;
+      for (const auto& s : done) line += (line.empty() ? "" : ", ") + s;
+      say(d.device + ": " + line + ". Now: direct I/O " + (d.directIo ? "on" : "off") +
+          ", block size " + std::to_string(d.blockSize) + ", " + formatBytes(d.sizeBytes) + ".");
+    }
+    return kExitOk;
+  }
+
+  int detach() {
+    const std::string n = name();
+    bool lazy = client_().loopDetach(n, req());
+    if (json()) {
+      printJson(Json::object().set("device", "/dev/" + n).set("detached", !lazy).set("lazy", lazy));
+    } else if (lazy) {
+      say("/dev/" + n +
+          " is still in use: autoclear is set and it detaches when its last user closes it.");
+    } else {
+      say("Detached /dev/" + n + ".");
+    }
+    return kExitOk;
+  }
+
+  const Invocation& inv_;
+  const CliOptions& o_;
+  const LoopFlags& f_;
+  const Io& io_;
+  const std::function<dbus::Client&()>& client_;
+};
+
+}  // namespace
+
+int runLoop(const Invocation& inv, const Io& io, const std::function<dbus::Client&()>& client) {
+  return LoopRunner(inv, io, client).run();
+}
+
+}  // namespace cxiosync::ctl

@@ -1,0 +1,140 @@
+#pragma once
+// The contract between the bus boundary (dbus/) and the daemon's loop manager
+// (daemon/loop/loop_manager.h), like ManagerBackend for the Manager interface: BusServer
+// exports org.cxiosync1.Loop objects and Manager.LoopSetup/LoopList over a LoopBackend; the
+// daemon implements it (daemon/loop_bus_backend.h) over LoopManager. No daemon/ header is
+// included here: data flows one way. Everything runs on the daemon's one thread.
+//
+// Before a mutation reaches the backend, BusServer has validated the arguments and
+// authorized the caller: uid 0, or polkit org.cxiosync1.loop-setup (setup),
+// loop-modify-others / loop-delete-others (a device set up for another uid, as access()
+// says). The backend still enforces the one rule the mechanics always enforce: a foreign
+// device (not set up by cxiosync) is changed only by uid 0 with force (EPERM otherwise).
+//
+// Errors: cxiosync::Error with an errno. BusServer maps them (loopErrorName): ENOENT →
+// NoSuchDevice, EINVAL/ERANGE/EBADF → InvalidArgument, EPERM/EACCES → AccessDenied,
+// EBUSY/EAGAIN → Busy, EOPNOTSUPP/ENOSYS/ENODEV → NotSupported, anything else → Failed.
+#include <unistd.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/result.h"
+
+namespace cxiosync::dbus {
+
+inline constexpr uint32_t kUnknownUid = UINT32_MAX;
+
+// Options of a new loop device, as the caller gave them (validated by BusServer).
+struct LoopSetupOptions {
+  bool readOnly = false;
+  uint64_t offset = 0;
+  uint64_t sizeLimit = 0;
+  uint32_t blockSize = 0;         // 0 = chosen by the daemon
+  std::string directIo = "auto";  // "auto" | "on" | "off"
+  bool autoclear = false;
+  bool partscan = false;
+};
+
+// One loop device as the org.cxiosync1.Loop properties show it.
+struct LoopInfo {
+  std::string name;         // "loop3"
+  std::string device;       // "/dev/loop3"
+  std::string backingFile;  // display only
+  uint64_t offset = 0, sizeLimit = 0, sizeBytes = 0;
+  bool readOnly = false, autoclear = false, partscan = false;
+  bool directIo = false;        // effective
+  std::string directIoMode;     // requested at setup ("" for foreign)
+  std::string directIoNote;     // why off although requested
+  uint32_t blockSize = 0;       // effective logical block size
+  std::string blockSizeSource;  // "" for foreign
+  uint32_t setupByUid = kUnknownUid;
+  uint64_t setupRealtimeUsec = 0;
+  bool foreign = true;
+  std::string foreignOwner;                // "snap" | "systemd" | "udisks" | "manual" | ""
+  std::string backingDevice, backingDisk;  // "MAJ:MIN" or ""
+  uint32_t requestDepth = 0;
+  std::string backend = "kernel";
+  bool bound = true;  // not on the wire: false after a change that detached the device
+};
+
+// A file descriptor owned by whoever holds this (closed on destruction). Move-only.
+class OwnedFd {
+ public:
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(OwnedFd&& o) noexcept : fd_(o.release()) {}
+  OwnedFd& operator=(OwnedFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() { reset(); }
+  int get() const { return fd_; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct LoopSetupOutcome {
+  LoopInfo device;
+  OwnedFd deviceFd;  // a handle on the new device, returned to the caller (LoopSetup "h")
+  std::vector<std::string> notes;
+};
+
+struct LoopDetachOutcome {
+  bool detached = false;  // gone now
+  bool lazy = false;      // still in use: detaches on its last close
+  std::string note;
+};
+
+// What a caller may do to an existing device (mirrors the mechanics' loopAccess()).
+enum class LoopAccessKind {
+  Allowed,      // set up for this caller (or uid 0; or uid 0 with force on a foreign one)
+  NeedsOthers,  // set up through cxiosync for another uid: polkit *-others
+  Refused,      // foreign, and not (uid 0 with force)
+};
+
+class LoopBackend {
+ public:
+  virtual ~LoopBackend() = default;
+
+  // A new device backed by `backingFd` (borrowed: not closed, never reopened by path).
+  virtual Result<LoopSetupOutcome> setup(int backingFd, const LoopSetupOptions& options,
+                                         uint32_t callerUid) = 0;
+  // Every bound device (foreign ones with includeForeign).
+  virtual Result<std::vector<LoopInfo>> list(bool includeForeign) = 0;
+  // "loop3". ENOENT when it does not exist or is not bound.
+  virtual Result<LoopInfo> show(const std::string& name) = 0;
+  virtual LoopAccessKind access(const LoopInfo& device, uint32_t callerUid, bool force) = 0;
+
+  virtual Result<LoopInfo> setDirectIO(const std::string& name, bool on, uint32_t callerUid,
+                                       bool force) = 0;
+  virtual Result<LoopInfo> setBlockSize(const std::string& name, uint32_t size, uint32_t callerUid,
+                                        bool force) = 0;
+  virtual Result<LoopInfo> setCapacity(const std::string& name, uint32_t callerUid, bool force) = 0;
+  virtual Result<LoopInfo> setAutoclear(const std::string& name, bool on, uint32_t callerUid,
+                                        bool force) = 0;
+  virtual Result<LoopDetachOutcome> detach(const std::string& name, uint32_t callerUid,
+                                           bool force) = 0;
+};
+
+// errno → org.cxiosync1.Error.* for loop calls (see above).
+const char* loopErrorName(const Error& error);
+
+}  // namespace cxiosync::dbus

@@ -1,0 +1,532 @@
+#include "dbus/loop_server.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+
+#include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
+#include "dbus/bus_server.h"
+
+namespace cxiosync::dbus {
+
+namespace {
+
+constexpr const char* kFailed = "org.cxiosync1.Error.Failed";
+constexpr const char* kNoSuchDevice = "org.cxiosync1.Error.NoSuchDevice";
+constexpr auto kStale = std::chrono::seconds(1);
+
+sdbus::Error notSupportedError() {
+  return sdbus::Error("org.cxiosync1.Error.NotSupported",
+                      "Loop devices are not available in this daemon (no /dev/loop-control, or "
+                      "the loop manager failed to start; see the daemon's log)");
+}
+
+template <class R>
+void replyError(R& result, const sdbus::Error& e) {
+  try {
+    result->returnError(e);
+  } catch (...) {
+    // The caller went away: nothing left to tell anyone.
+  }
+}
+
+std::string describeSetup(const LoopSetupOptions& o) {
+  std::string s = "direct_io=" + o.directIo;
+  if (o.readOnly) s += " read_only";
+  if (o.offset) s += " offset=" + std::to_string(o.offset);
+  if (o.sizeLimit) s += " size_limit=" + std::to_string(o.sizeLimit);
+  if (o.blockSize) s += " block_size=" + std::to_string(o.blockSize);
+  if (o.autoclear) s += " autoclear";
+  if (o.partscan) s += " partscan";
+  return s;
+}
+
+}  // namespace
+
+// ---- one device -------------------------------------------------------------------------
+
+class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_adaptor> {
+ public:
+  LoopObject(sdbus::IConnection& conn, LoopServer& server, const LoopInfo& info)
+      : AdaptorInterfaces(conn, wire::loopObjectPath(info.name)),
+        server_(server),
+        name_(info.name),
+        info_(info),
+        fetched_(std::chrono::steady_clock::now()) {
+    registerAdaptor();
+  }
+  ~LoopObject() { unregisterAdaptor(); }
+
+  void update(const LoopInfo& info) {
+    info_ = info;
+    fetched_ = std::chrono::steady_clock::now();
+  }
+  void emitAllChanged() {
+    try {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : wire::toWire(info_)) names.push_back(k);
+      getObject().emitPropertiesChangedSignal(wire::kLoopInterface, names);
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::string sender() {
+    const sdbus::Message* m = getObject().getCurrentlyProcessedMessage();
+    return m ? m->getSender() : std::string();
+  }
+
+  // The cached state, re-read when stale. Throws sdbus::Error (NoSuchDevice when gone).
+  const LoopInfo& current() {
+    if (std::chrono::steady_clock::now() - fetched_ < kStale) return info_;
+    auto* backend = server_.backend();
+    if (!backend) throw notSupportedError();
+    Result<LoopInfo> fresh = makeError("not read");
+    try {
+      fresh = backend->show(name_);
+    } catch (const std::exception& e) {
+      throw sdbus::Error(kFailed, "reading " + name_ + ": internal error: " + e.what());
+    } catch (...) {
+      throw sdbus::Error(kFailed, "reading " + name_ + ": internal error");
+    }
+    if (!fresh) throw server_.errorOf(fresh.error(), name_);
+    update(*fresh);
+    return info_;
+  }
+
+  template <class T, class F>
+  T prop(const char* name, F&& f) {
+    try {
+      return f(current());
+    } catch (const sdbus::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw sdbus::Error(kFailed, std::string("Get(") + name + "): internal error: " + e.what());
+    } catch (...) {
+      throw sdbus::Error(kFailed, std::string("Get(") + name + "): internal error");
+    }
+  }
+
+  // A change of the device: options, authorization, apply, reply, PropertiesChanged.
+  void change(sdbus::Result<>&& result, const char* method, const wire::Options& options,
+              const std::string& what,
+              std::function<Result<LoopInfo>(LoopBackend&, uint32_t, bool)> apply) {
+    auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
+    LoopServer& server = server_;
+    const std::string name = name_;
+    server.deviceCall(
+        name, sender(), method, options, false, what,
+        [shared](const sdbus::Error& e) { replyError(shared, e); },
+        [shared, &server, name, what, apply](uint32_t uid, bool force) {
+          Result<LoopInfo> r = makeError("not applied");
+          try {
+            r = apply(*server.backend(), uid, force);
+          } catch (const std::exception& e) {
+            r = makeError(what + ": internal error: " + e.what(), EIO);
+          } catch (...) {
+            r = makeError(what + ": internal error", EIO);
+          }
+          if (!r) {
+            replyError(shared, server.errorOf(r.error(), name));
+            return;
+          }
+          server.log(BusLogLevel::Notice,
+                     "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : ""));
+          server.updated(name, *r);
+          try {
+            shared->returnResults();
+          } catch (...) {
+          }
+        });
+  }
+
+  void SetDirectIO(sdbus::Result<>&& result, bool enabled, wire::Options options) override {
+    change(std::move(result), "SetDirectIO", options,
+           std::string(enabled ? "turn direct I/O on for " : "turn direct I/O off for ") + name_,
+           [name = name_, enabled](LoopBackend& b, uint32_t uid, bool force) {
+             return b.setDirectIO(name, enabled, uid, force);
+           });
+  }
+  void SetBlockSize(sdbus::Result<>&& result, uint32_t size, wire::Options options) override {
+    if (size < 512 || size > 65536 || (size & (size - 1)) != 0) {
+      auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
+      replyError(shared, sdbus::Error("org.cxiosync1.Error.InvalidArgument",
+                                      "block size " + std::to_string(size) +
+                                          " is not a power of two between 512 and 65536"));
+      return;
+    }
+    change(std::move(result), "SetBlockSize", options,
+           "set the block size of " + name_ + " to " + std::to_string(size),
+           [name = name_, size](LoopBackend& b, uint32_t uid, bool force) {
+             return b.setBlockSize(name, size, uid, force);
+           });
+  }
+  void SetCapacity(sdbus::Result<>&& result, wire::Options options) override {
+    change(std::move(result), "SetCapacity", options, "refresh the capacity of " + name_,
+           [name = name_](LoopBackend& b, uint32_t uid, bool force) {
+             return b.setCapacity(name, uid, force);
+           });
+  }
+  void SetAutoclear(sdbus::Result<>&& result, bool enabled, wire::Options options) override {
+    change(std::move(result), "SetAutoclear", options,
+           std::string(enabled ? "set autoclear on " : "clear autoclear on ") + name_,
+           [name = name_, enabled](LoopBackend& b, uint32_t uid, bool force) {
+             return b.setAutoclear(name, enabled, uid, force);
+           });
+  }
+  void Detach(sdbus::Result<bool>&& result, wire::Options options) override {
+    auto shared = std::make_shared<sdbus::Result<bool>>(std::move(result));
+    LoopServer& server = server_;
+    const std::string name = name_;
+    const std::string what = "detach " + name_;
+    server.deviceCall(
+        name, sender(), "Detach", options, true, what,
+        [shared](const sdbus::Error& e) { replyError(shared, e); },
+        [shared, &server, name, what](uint32_t uid, bool force) {
+          Result<LoopDetachOutcome> r = makeError("not applied");
+          try {
+            r = server.backend()->detach(name, uid, force);
+          } catch (const std::exception& e) {
+            r = makeError(what + ": internal error: " + e.what(), EIO);
+          } catch (...) {
+            r = makeError(what + ": internal error", EIO);
+          }
+          if (!r) {
+            replyError(shared, server.errorOf(r.error(), name));
+            return;
+          }
+          server.log(BusLogLevel::Notice,
+                     "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : "") +
+                         (r->lazy ? " (lazy: still in use, detaches on last close)" : ""));
+          if (r->detached) server.markGone(name);
+          try {
+            shared->returnResults(r->lazy);
+          } catch (...) {
+          }
+        });
+  }
+
+  std::string Device() override {
+    return prop<std::string>("Device", [](const LoopInfo& d) { return wire::validUtf8(d.device); });
+  }
+  std::string BackingFile() override {
+    return prop<std::string>("BackingFile",
+                             [](const LoopInfo& d) { return wire::validUtf8(d.backingFile); });
+  }
+  uint64_t Offset() override {
+    return prop<uint64_t>("Offset", [](const LoopInfo& d) { return d.offset; });
+  }
+  uint64_t SizeLimit() override {
+    return prop<uint64_t>("SizeLimit", [](const LoopInfo& d) { return d.sizeLimit; });
+  }
+  uint64_t Size() override {
+    return prop<uint64_t>("Size", [](const LoopInfo& d) { return d.sizeBytes; });
+  }
+  bool ReadOnly() override {
+    return prop<bool>("ReadOnly", [](const LoopInfo& d) { return d.readOnly; });
+  }
+  bool Autoclear() override {
+    return prop<bool>("Autoclear", [](const LoopInfo& d) { return d.autoclear; });
+  }
+  bool PartScan() override {
+    return prop<bool>("PartScan", [](const LoopInfo& d) { return d.partscan; });
+  }
+  bool DirectIO() override {
+    return prop<bool>("DirectIO", [](const LoopInfo& d) { return d.directIo; });
+  }
+  std::string DirectIOMode() override {
+    return prop<std::string>("DirectIOMode", [](const LoopInfo& d) { return d.directIoMode; });
+  }
+  std::string DirectIONote() override {
+    return prop<std::string>("DirectIONote",
+                             [](const LoopInfo& d) { return wire::validUtf8(d.directIoNote); });
+  }
+  uint32_t BlockSize() override {
+    return prop<uint32_t>("BlockSize", [](const LoopInfo& d) { return d.blockSize; });
+  }
+  std::string BlockSizeSource() override {
+    return prop<std::string>("BlockSizeSource",
+                             [](const LoopInfo& d) { return d.blockSizeSource; });
+  }
+  uint32_t SetupByUid() override {
+    return prop<uint32_t>("SetupByUid", [](const LoopInfo& d) { return d.setupByUid; });
+  }
+  uint64_t SetupRealtimeUsec() override {
+    return prop<uint64_t>("SetupRealtimeUsec",
+                          [](const LoopInfo& d) { return d.setupRealtimeUsec; });
+  }
+  bool Foreign() override {
+    return prop<bool>("Foreign", [](const LoopInfo& d) { return d.foreign; });
+  }
+  std::string ForeignOwner() override {
+    return prop<std::string>("ForeignOwner", [](const LoopInfo& d) { return d.foreignOwner; });
+  }
+  std::string BackingDevice() override {
+    return prop<std::string>("BackingDevice", [](const LoopInfo& d) { return d.backingDevice; });
+  }
+  std::string BackingDisk() override {
+    return prop<std::string>("BackingDisk", [](const LoopInfo& d) { return d.backingDisk; });
+  }
+  uint32_t RequestDepth() override {
+    return prop<uint32_t>("RequestDepth", [](const LoopInfo& d) { return d.requestDepth; });
+  }
+  std::string Backend() override {
+    return prop<std::string>("Backend", [](const LoopInfo& d) { return d.backend; });
+  }
+
+  LoopServer& server_;
+  std::string name_;
+  LoopInfo info_;
+  std::chrono::steady_clock::time_point fetched_;
+};
+
+// ---- the server -------------------------------------------------------------------------
+
+LoopServer::LoopServer(sdbus::IConnection& conn, LoopBackend* backend, LoopAuthFn auth,
+                       LoopLogFn log)
+    : conn_(conn), backend_(backend), auth_(std::move(auth)), log_(std::move(log)) {}
+
+LoopServer::~LoopServer() = default;
+
+void LoopServer::log(BusLogLevel level, const std::string& message) {
+  if (!log_) return;
+  try {
+    log_(level, message);
+  } catch (...) {
+  }
+}
+
+sdbus::Error LoopServer::errorOf(const Error& e, const std::string& name) {
+  std::string errName = loopErrorName(e);
+  if (errName == kNoSuchDevice && !name.empty()) markGone(name);
+  return sdbus::Error(errName, e.message);
+}
+
+void LoopServer::markGone(const std::string& name) {
+  if (objects_.count(name)) gone_.insert(name);
+}
+
+void LoopServer::collect() {
+  for (const auto& name : gone_) {
+    try {
+      objects_.erase(name);
+    } catch (...) {
+    }
+  }
+  gone_.clear();
+}
+
+void LoopServer::exportDevice(const LoopInfo& info) {
+  if (!wire::validLoopName(info.name)) return;
+  gone_.erase(info.name);
+  auto it = objects_.find(info.name);
+  if (it != objects_.end()) {
+    it->second->update(info);
+    return;
+  }
+  try {
+    objects_[info.name] = std::make_unique<LoopObject>(conn_, *this, info);
+  } catch (const std::exception& e) {
+    objects_.erase(info.name);
+    log(BusLogLevel::Warning, "cannot export " + info.name + ": " + e.what());
+  }
+}
+
+void LoopServer::updated(const std::string& name, const LoopInfo& info) {
+  if (!info.bound) {
+    markGone(name);
+    return;
+  }
+  exportDevice(info);
+  auto it = objects_.find(name);
+  if (it != objects_.end()) it->second->emitAllChanged();
+}
+
+void LoopServer::refresh() {
+  if (!backend_) return;
+  try {
+    auto all = backend_->list(true);
+    if (!all) {
+      log(BusLogLevel::Warning, "listing loop devices: " + all.error().message);
+      return;
+    }
+    std::set<std::string> seen;
+    for (const auto& d : *all) {
+      seen.insert(d.name);
+      exportDevice(d);
+    }
+    for (const auto& [name, obj] : objects_) {
+      if (!seen.count(name)) gone_.insert(name);
+    }
+  } catch (const std::exception& e) {
+    log(BusLogLevel::Warning, std::string("listing loop devices: internal error: ") + e.what());
+  } catch (...) {
+  }
+}
+
+std::vector<wire::LoopEntry> LoopServer::list(const wire::Options& options) {
+  auto opt = wire::parseLoopCallOptions(options, true);
+  if (!opt) throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
+  if (!backend_) throw notSupportedError();
+  auto all = backend_->list(true);
+  if (!all) throw sdbus::Error(loopErrorName(all.error()), all.error().message);
+  std::set<std::string> seen;
+  std::vector<wire::LoopEntry> out;
+  for (const auto& d : *all) {
+    seen.insert(d.name);
+    exportDevice(d);
+    if (d.foreign && !opt->all) continue;
+    if (!wire::validLoopName(d.name)) continue;
+    out.emplace_back(sdbus::ObjectPath(wire::loopObjectPath(d.name)), wire::toWire(d));
+  }
+  for (const auto& [name, obj] : objects_) {
+    if (!seen.count(name)) gone_.insert(name);
+  }
+  return out;
+}
+
+void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
+                       const wire::Options& options, const std::string& sender) {
+  using R = sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>;
+  auto shared = std::make_shared<R>(std::move(result));
+  // The received fd is ours (a dup made by sdbus); it is closed when the last copy of this
+  // pointer goes, whatever happens.
+  auto backing = std::make_shared<sdbus::UnixFd>(std::move(fd));
+  try {
+    auto req = wire::parseLoopSetupOptions(options);
+    if (!req) throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", req.error().message);
+    if (backing->get() < 0) {
+      throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", "no backing file descriptor");
+    }
+    if (!backend_) throw notSupportedError();
+    const int mode = ::fcntl(backing->get(), F_GETFL);
+    if (mode >= 0 && (mode & O_ACCMODE) == O_WRONLY) {
+      throw sdbus::Error("org.cxiosync1.Error.InvalidArgument",
+                         "the backing file descriptor is write-only; open it for reading "
+                         "(O_RDONLY for a read-only device, O_RDWR otherwise)");
+    }
+    LoopAuthRequest ar;
+    ar.sender = sender;
+    ar.what = "set up a loop device";
+    ar.interactive = req->interactive;
+    ar.decide = [](uint32_t) { return LoopAuthRequest::Decision{kLoopSetupAction, {}}; };
+    const LoopSetupOptions setupOptions = req->options;
+    auth_(
+        std::move(ar),
+        [this, shared, backing, setupOptions](uint32_t uid) {
+          Result<LoopSetupOutcome> r = makeError("not applied");
+          try {
+            r = backend_->setup(backing->get(), setupOptions, uid);
+          } catch (const std::exception& e) {
+            r = makeError(std::string("loop setup: internal error: ") + e.what(), EIO);
+          } catch (...) {
+            r = makeError("loop setup: internal error", EIO);
+          }
+          backing->reset();  // the device holds its own reference to the file
+          if (!r) {
+            replyError(shared, errorOf(r.error(), {}));
+            return;
+          }
+          const LoopInfo& d = r->device;
+          std::string line = "uid " + std::to_string(uid) + ": set up " + d.device + " (" +
+                             describeSetup(setupOptions) + ") backed by " + d.backingFile +
+                             "; direct I/O " + (d.directIo ? "on" : "off");
+          if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
+          log(BusLogLevel::Notice, line);
+          exportDevice(d);
+          try {
+            sdbus::UnixFd devFd(r->deviceFd.release(), sdbus::adopt_fd);
+            shared->returnResults(sdbus::ObjectPath(wire::loopObjectPath(d.name)), devFd);
+          } catch (...) {
+            // The caller went away; the device stays (it is recorded and listed).
+          }
+        },
+        [this, shared, backing](const std::string& message) {
+          backing->reset();
+          log(BusLogLevel::Info, "refused: " + message);
+          replyError(shared, sdbus::Error("org.cxiosync1.Error.AccessDenied", message));
+        });
+  } catch (const sdbus::Error& e) {
+    replyError(shared, e);
+  } catch (const std::exception& e) {
+    log(BusLogLevel::Warning, std::string("LoopSetup: internal error: ") + e.what());
+    replyError(shared,
+               sdbus::Error(kFailed, std::string("LoopSetup: internal error: ") + e.what()));
+  } catch (...) {
+    replyError(shared, sdbus::Error(kFailed, "LoopSetup: internal error"));
+  }
+}
+
+void LoopServer::deviceCall(const std::string& name, const std::string& sender, const char* method,
+                            const wire::Options& options, bool deleting, const std::string& what,
+                            std::function<void(const sdbus::Error&)> fail,
+                            std::function<void(uint32_t uid, bool force)> run) {
+  try {
+    auto opt = wire::parseLoopCallOptions(options, false);
+    if (!opt) throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
+    if (!backend_) throw notSupportedError();
+    auto info = backend_->show(name);
+    if (!info) throw errorOf(info.error(), name);
+    const bool force = opt->force;
+    const char* others = deleting ? kLoopDeleteOthersAction : kLoopModifyOthersAction;
+    LoopAuthRequest ar;
+    ar.sender = sender;
+    ar.what = what;
+    ar.interactive = opt->interactive;
+    LoopBackend* backend = backend_;
+    LoopInfo device = *info;
+    ar.decide = [backend, device, force, others, name](uint32_t uid) {
+      switch (backend->access(device, uid, force)) {
+        case LoopAccessKind::Allowed:
+          return LoopAuthRequest::Decision{};
+        case LoopAccessKind::NeedsOthers:
+          return LoopAuthRequest::Decision{others, {}};
+        case LoopAccessKind::Refused:
+          break;
+      }
+      std::string owner = device.foreignOwner.empty() ? "" : " (" + device.foreignOwner + ")";
+      return LoopAuthRequest::Decision{
+          {},
+          name + " was not set up by cxiosync" + owner +
+              "; foreign loop devices are changed only by root with force (uid " +
+              std::to_string(uid) + (uid == 0 ? ", no force" : "") + ")"};
+    };
+    const uint32_t setupBy = device.setupByUid;
+    auth_(
+        std::move(ar),
+        [this, name, force, fail, run, setupBy, method](uint32_t uid) {
+          try {
+            // The device may have changed hands while polkit was asked: look again.
+            auto now = backend_->show(name);
+            if (!now) {
+              fail(errorOf(now.error(), name));
+              return;
+            }
+            if (now->setupByUid != setupBy || now->foreign != (setupBy == kUnknownUid)) {
+              fail(sdbus::Error("org.cxiosync1.Error.Busy",
+                                name + " changed owner during authorization; try again"));
+              return;
+            }
+            run(uid, force);
+          } catch (const std::exception& e) {
+            log(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
+            fail(sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
+          } catch (...) {
+            fail(sdbus::Error(kFailed, std::string(method) + ": internal error"));
+          }
+        },
+        [this, fail](const std::string& message) {
+          log(BusLogLevel::Info, "refused: " + message);
+          fail(sdbus::Error("org.cxiosync1.Error.AccessDenied", message));
+        });
+  } catch (const sdbus::Error& e) {
+    fail(e);
+  } catch (const std::exception& e) {
+    log(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
+    fail(sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
+  } catch (...) {
+    fail(sdbus::Error(kFailed, std::string(method) + ": internal error"));
+  }
+}
+
+}  // namespace cxiosync::dbus

@@ -1,0 +1,93 @@
+#pragma once
+// Internal to BusServer (dbus/bus_server.cpp): the org.cxiosync1.Loop objects and the loop
+// methods of org.cxiosync1.Manager (LoopSetup, LoopList) over a LoopBackend.
+//
+// Objects: one per bound loop device seen, /org/cxiosync1/loop/loopN. Created after a
+// LoopSetup and by refresh() (at startup and on every LoopList); removed after Detach, when
+// a change left the device unbound, or when a call finds it gone. Removal is deferred to
+// collect() (BusServer::process), never done inside the object's own callback. No udev
+// monitor: a device set up or detached by someone else shows up (or goes) at the next
+// LoopList, or when a call on its object finds it gone (NoSuchDevice).
+//
+// Property values are cached per object and re-read from the kernel when older than one
+// second, so GetAll is one consistent read.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "dbus/loop_backend.h"
+#include "dbus/loop_wire.h"
+
+namespace cxiosync::dbus {
+
+enum class BusLogLevel;
+
+inline constexpr const char* kLoopSetupAction = "org.cxiosync1.loop-setup";
+inline constexpr const char* kLoopModifyOthersAction = "org.cxiosync1.loop-modify-others";
+inline constexpr const char* kLoopDeleteOthersAction = "org.cxiosync1.loop-delete-others";
+
+struct LoopAuthRequest {
+  std::string sender;
+  std::string what;  // "set up a loop device", "detach loop3"
+  bool interactive = false;
+  // With the caller's uid: the polkit action needed ("" = none beyond the uid) or, when
+  // `refusal` is set, a refusal without asking anyone.
+  struct Decision {
+    std::string action;
+    std::string refusal;
+  };
+  std::function<Decision(uint32_t uid)> decide;
+};
+// Implemented by BusServer over its uid lookup and polkit path (the authorizer).
+// Exactly one of allowed/denied is called, maybe later (async). Neither may throw.
+using LoopAuthFn =
+    std::function<void(LoopAuthRequest request, std::function<void(uint32_t uid)> allowed,
+                       std::function<void(const std::string& message)> denied)>;
+using LoopLogFn = std::function<void(BusLogLevel, const std::string&)>;
+
+class LoopObject;
+
+class LoopServer {
+ public:
+  // backend may be null: the loop calls then answer NotSupported.
+  LoopServer(sdbus::IConnection& conn, LoopBackend* backend, LoopAuthFn auth, LoopLogFn log);
+  ~LoopServer();
+
+  void setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
+             const wire::Options& options, const std::string& sender);
+  // Throws sdbus::Error only.
+  std::vector<wire::LoopEntry> list(const wire::Options& options);
+  // Exports objects for every bound device and drops the others. Never throws.
+  void refresh();
+  // Removes objects marked gone. Call outside any callback. Never throws.
+  void collect();
+
+  // For LoopObject.
+  LoopBackend* backend() { return backend_; }
+  void markGone(const std::string& name);
+  void deviceCall(const std::string& name, const std::string& sender, const char* method,
+                  const wire::Options& options, bool deleting, const std::string& what,
+                  std::function<void(const sdbus::Error&)> fail,
+                  std::function<void(uint32_t uid, bool force)> run);
+  void log(BusLogLevel level, const std::string& message);
+  sdbus::Error errorOf(const Error& e, const std::string& name);
+  void updated(const std::string& name, const LoopInfo& info);
+
+ private:
+  void exportDevice(const LoopInfo& info);
+
+  sdbus::IConnection& conn_;
+  LoopBackend* backend_;
+  LoopAuthFn auth_;
+  LoopLogFn log_;
+  std::map<std::string, std::unique_ptr<LoopObject>> objects_;
+  std::set<std::string> gone_;
+};
+
+}  // namespace cxiosync::dbus

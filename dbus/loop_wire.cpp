@@ -1,0 +1,222 @@
+#include "dbus/loop_wire.h"
+
+#include <cerrno>
+
+namespace cxiosync::dbus::wire {
+
+namespace {
+
+Error invalid(std::string m) {
+  return makeError(std::move(m), EINVAL);
+}
+
+template <class T>
+bool take(const LoopProps& o, const char* key, T& out, std::string& bad) {
+  auto it = o.find(key);
+  if (it == o.end()) return true;
+  if (!it->second.containsValueOfType<T>()) {
+    bad = key;
+    return false;
+  }
+  out = it->second.get<T>();
+  return true;
+}
+
+const char* typeName(const sdbus::Variant& v) {
+  static thread_local std::string t;
+  t = v.peekValueType();
+  return t.c_str();
+}
+
+}  // namespace
+
+std::string loopObjectPath(const std::string& name) {
+  return std::string(kLoopPathPrefix) + name;
+}
+
+std::string loopNameOfPath(const std::string& path) {
+  const std::string prefix = kLoopPathPrefix;
+  if (path.rfind(prefix, 0) != 0) return {};
+  std::string name = path.substr(prefix.size());
+  return validLoopName(name) ? name : std::string();
+}
+
+bool validLoopName(const std::string& name) {
+  if (name.size() < 5 || name.size() > 13 || name.rfind("loop", 0) != 0) return false;
+  for (size_t i = 4; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+  }
+  return !(name.size() > 5 && name[4] == '0');
+}
+
+std::string validUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size() && !(n == 1 && c == 0);
+    for (size_t k = 1; ok && k < n; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    }
+    if (ok && n == 2 && c < 0xc2) ok = false;  // overlong
+    if (ok && n == 3) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0))
+        ok = false;  // overlong, UTF-16 surrogates
+    }
+    if (ok && n == 4) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xf0 && c1 < 0x90) || c > 0xf4 || (c == 0xf4 && c1 >= 0x90)) ok = false;
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xef\xbf\xbd";
+      i += 1;
+    }
+  }
+  return out;
+}
+
+LoopProps toWire(const LoopInfo& d) {
+  LoopProps p;
+  p["Device"] = sdbus::Variant(validUtf8(d.device));
+  p["BackingFile"] = sdbus::Variant(validUtf8(d.backingFile));
+  p["Offset"] = sdbus::Variant(d.offset);
+  p["SizeLimit"] = sdbus::Variant(d.sizeLimit);
+  p["Size"] = sdbus::Variant(d.sizeBytes);
+  p["ReadOnly"] = sdbus::Variant(d.readOnly);
+  p["Autoclear"] = sdbus::Variant(d.autoclear);
+  p["PartScan"] = sdbus::Variant(d.partscan);
+  p["DirectIO"] = sdbus::Variant(d.directIo);
+  p["DirectIOMode"] = sdbus::Variant(d.directIoMode);
+  p["DirectIONote"] = sdbus::Variant(validUtf8(d.directIoNote));
+  p["BlockSize"] = sdbus::Variant(d.blockSize);
+  p["BlockSizeSource"] = sdbus::Variant(d.blockSizeSource);
+  p["SetupByUid"] = sdbus::Variant(d.setupByUid);
+  p["SetupRealtimeUsec"] = sdbus::Variant(d.setupRealtimeUsec);
+  p["Foreign"] = sdbus::Variant(d.foreign);
+  p["ForeignOwner"] = sdbus::Variant(d.foreignOwner);
+  p["BackingDevice"] = sdbus::Variant(d.backingDevice);
+  p["BackingDisk"] = sdbus::Variant(d.backingDisk);
+  p["RequestDepth"] = sdbus::Variant(d.requestDepth);
+  p["Backend"] = sdbus::Variant(d.backend);
+  return p;
+}
+
+Result<LoopInfo> loopFromWire(const LoopProps& o) {
+  LoopInfo d;
+  std::string bad;
+  bool ok = take(o, "Device", d.device, bad) && take(o, "BackingFile", d.backingFile, bad) &&
+            take(o, "Offset", d.offset, bad) && take(o, "SizeLimit", d.sizeLimit, bad) &&
+            take(o, "Size", d.sizeBytes, bad) && take(o, "ReadOnly", d.readOnly, bad) &&
+            take(o, "Autoclear", d.autoclear, bad) && take(o, "PartScan", d.partscan, bad) &&
+            take(o, "DirectIO", d.directIo, bad) && take(o, "DirectIOMode", d.directIoMode, bad) &&
+            take(o, "DirectIONote", d.directIoNote, bad) &&
+            take(o, "BlockSize", d.blockSize, bad) &&
+            take(o, "BlockSizeSource", d.blockSizeSource, bad) &&
+            take(o, "SetupByUid", d.setupByUid, bad) &&
+            take(o, "SetupRealtimeUsec", d.setupRealtimeUsec, bad) &&
+            take(o, "Foreign", d.foreign, bad) && take(o, "ForeignOwner", d.foreignOwner, bad) &&
+            take(o, "BackingDevice", d.backingDevice, bad) &&
+            take(o, "BackingDisk", d.backingDisk, bad) &&
+            take(o, "RequestDepth", d.requestDepth, bad) && take(o, "Backend", d.backend, bad);
+  if (!ok)
+    return makeError("daemon sent loop property '" + bad + "' with an unexpected type", EPROTO);
+  auto slash = d.device.rfind('/');
+  d.name = slash == std::string::npos ? d.device : d.device.substr(slash + 1);
+  return d;
+}
+
+Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus::Variant>& o) {
+  LoopSetupRequest r;
+  auto& opt = r.options;
+  for (const auto& [key, v] : o) {
+    auto want = [&](const char* sig) -> Status {
+      if (v.peekValueType() != sig) {
+        return invalid("option '" + key + "' must have type '" + sig + "', got '" + typeName(v) +
+                       "'");
+      }
+      return Ok{};
+    };
+    Status st = Ok{};
+    if (key == "read_only") {
+      if (st = want("b"); st) opt.readOnly = v.get<bool>();
+    } else if (key == "autoclear") {
+      if (st = want("b"); st) opt.autoclear = v.get<bool>();
+    } else if (key == "partscan") {
+      if (st = want("b"); st) opt.partscan = v.get<bool>();
+    } else if (key == "interactive") {
+      if (st = want("b"); st) r.interactive = v.get<bool>();
+    } else if (key == "offset") {
+      if (st = want("t"); st) opt.offset = v.get<uint64_t>();
+    } else if (key == "size_limit") {
+      if (st = want("t"); st) opt.sizeLimit = v.get<uint64_t>();
+    } else if (key == "block_size") {
+      if (st = want("u"); st) opt.blockSize = v.get<uint32_t>();
+    } else if (key == "direct_io") {
+      if (st = want("s"); st) opt.directIo = v.get<std::string>();
+    } else {
+      std::string shown = validUtf8(key.substr(0, 64));
+      return invalid("unknown option '" + shown +
+                     "' for LoopSetup (known: read_only, offset, size_limit, block_size, "
+                     "direct_io, autoclear, partscan, interactive)");
+    }
+    if (!st) return st.error();
+  }
+  if (opt.directIo != "auto" && opt.directIo != "on" && opt.directIo != "off") {
+    return invalid("direct_io '" + validUtf8(opt.directIo.substr(0, 64)) +
+                   "' is not one of: auto, on, off");
+  }
+  const uint32_t b = opt.blockSize;
+  if (b != 0 && (b < 512 || b > 65536 || (b & (b - 1)) != 0)) {
+    return invalid("block_size " + std::to_string(b) +
+                   " is not a power of two between 512 and 65536 (0 = let cxiosync choose)");
+  }
+  if (opt.offset > static_cast<uint64_t>(INT64_MAX) ||
+      opt.sizeLimit > static_cast<uint64_t>(INT64_MAX)) {
+    return invalid("offset and size_limit must be below 2^63");
+  }
+  return r;
+}
+
+std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequest& r) {
+  std::map<std::string, sdbus::Variant> o;
+  const auto& opt = r.options;
+  if (opt.readOnly) o["read_only"] = sdbus::Variant(true);
+  if (opt.offset) o["offset"] = sdbus::Variant(opt.offset);
+  if (opt.sizeLimit) o["size_limit"] = sdbus::Variant(opt.sizeLimit);
+  if (opt.blockSize) o["block_size"] = sdbus::Variant(opt.blockSize);
+  if (opt.directIo != "auto") o["direct_io"] = sdbus::Variant(opt.directIo);
+  if (opt.autoclear) o["autoclear"] = sdbus::Variant(true);
+  if (opt.partscan) o["partscan"] = sdbus::Variant(true);
+  if (r.interactive) o["interactive"] = sdbus::Variant(true);
+  return o;
+}
+
+Result<LoopCallOptions> parseLoopCallOptions(const std::map<std::string, sdbus::Variant>& o,
+                                             bool listCall) {
+  LoopCallOptions r;
+  for (const auto& [key, v] : o) {
+    bool* target = nullptr;
+    if (key == "interactive") {
+      target = &r.interactive;
+    } else if (key == "force" && !listCall) {
+      target = &r.force;
+    } else if (key == "all" && listCall) {
+      target = &r.all;
+    } else {
+      return invalid("unknown option '" + validUtf8(key.substr(0, 64)) + "' for this method");
+    }
+    if (v.peekValueType() != "b") {
+      return invalid("option '" + key + "' must be a boolean (b), got type '" + typeName(v) + "'");
+    }
+    *target = v.get<bool>();
+  }
+  return r;
+}
+
+}  // namespace cxiosync::dbus::wire

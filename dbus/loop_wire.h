@@ -1,0 +1,53 @@
+#pragma once
+// org.cxiosync1.Loop on the wire: the property dict (GetAll / LoopList) and LoopSetup's
+// options, both directions. Property names are the dict keys (see org.cxiosync1.xml).
+#include <map>
+#include <string>
+#include <vector>
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "dbus/loop_backend.h"
+#include "policy/result.h"
+
+namespace cxiosync::dbus::wire {
+
+using Options = std::map<std::string, sdbus::Variant>;  // as in wire.h
+using LoopProps = std::map<std::string, sdbus::Variant>;
+using LoopEntry = sdbus::Struct<sdbus::ObjectPath, LoopProps>;  // (oa{sv})
+
+inline constexpr const char* kLoopInterface = "org.cxiosync1.Loop";
+inline constexpr const char* kLoopPathPrefix = "/org/cxiosync1/loop/";
+
+std::string loopObjectPath(const std::string& name);  // "/org/cxiosync1/loop/loop3"
+// "loop3" from the object path; "" when it is not one of ours.
+std::string loopNameOfPath(const std::string& path);
+// Whether `name` is loopN (N decimal, no sign, at most 9 digits).
+bool validLoopName(const std::string& name);
+
+LoopProps toWire(const LoopInfo& d);
+// Unknown keys are ignored; a known key with the wrong type is EPROTO.
+Result<LoopInfo> loopFromWire(const LoopProps& props);
+
+// Options of LoopSetup (read_only, offset, size_limit, block_size, direct_io, autoclear,
+// partscan, interactive). Unknown keys, wrong types, bad values: EINVAL.
+struct LoopSetupRequest {
+  LoopSetupOptions options;
+  bool interactive = false;
+};
+Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus::Variant>& o);
+std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequest& r);
+
+// Options of the Loop methods: interactive b, force b. And LoopList: all b.
+struct LoopCallOptions {
+  bool interactive = false;
+  bool force = false;
+  bool all = false;
+};
+Result<LoopCallOptions> parseLoopCallOptions(const std::map<std::string, sdbus::Variant>& o,
+                                             bool listCall);
+
+// UTF-8 check; invalid bytes become U+FFFD (D-Bus strings must be valid UTF-8).
+std::string validUtf8(const std::string& text);
+
+}  // namespace cxiosync::dbus::wire

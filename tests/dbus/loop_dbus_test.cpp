@@ -1,0 +1,612 @@
+// Loop devices over D-Bus and cxiosyncctl loop, on this host's REAL kernel: a private
+// dbus-daemon, the test server with --loop-run-dir (BusServer + the real LoopManager through
+// daemon/loop_bus_backend), the real cxiosyncctl as a subprocess, raw sdbus-c++ calls for
+// inputs the CLI never sends. Needs root and a usable /dev/loop-control (skips otherwise, or
+// with CXIOSYNC_SKIP_HOST_LOOP=1). Every device a test sets up is detached in TearDown, and
+// the suite fails if the set of bound loop devices differs from before it ran.
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sdbus-c++/sdbus-c++.h>
+
+#include "dbus/client.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace cxiosync;
+namespace fs = std::filesystem;
+
+const std::string kCtl = CXIOSYNC_CTL_PATH;
+const std::string kServer = CXIOSYNC_TEST_SERVER_PATH;
+const std::string kDir = CXIOSYNC_DBUS_TEST_DIR;
+const std::string kIdl = CXIOSYNC_DBUS_IDL_PATH;
+using Opts = std::map<std::string, sdbus::Variant>;
+
+struct RunResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+pid_t spawn(const std::vector<std::string>& argv, int* outFd, int* errFd) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    dup2(devnull, 0);
+    dup2(out[1], 1);
+    // Without a reader for stderr, /dev/null: a write to a closed pipe would kill the child.
+    dup2(errFd ? err[1] : devnull, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  *outFd = out[0];
+  if (errFd) {
+    *errFd = err[0];
+  } else {
+    close(err[0]);
+  }
+  return pid;
+}
+
+RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout = 60s) {
+  RunResult r;
+  int outFd, errFd;
+  pid_t pid = spawn(argv, &outFd, &errFd);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool outOpen = true, errOpen = true;
+  while (outOpen || errOpen) {
+    struct pollfd fds[2] = {{outOpen ? outFd : -1, POLLIN, 0}, {errOpen ? errFd : -1, POLLIN, 0}};
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0 || poll(fds, 2, left) <= 0) {
+      kill(pid, SIGKILL);
+      r.err += "\n[test: timed out]";
+      break;
+    }
+    char buf[4096];
+    for (int i = 0; i < 2; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        (i == 0 ? outOpen : errOpen) = false;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  close(outFd);
+  close(errFd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string readLine(int fd, std::chrono::milliseconds timeout) {
+  std::string line;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    struct pollfd p = {fd, POLLIN, 0};
+    if (left <= 0 || poll(&p, 1, left) <= 0) return line;
+    char c;
+    if (read(fd, &c, 1) != 1) return line;
+    if (c == '\n') return line;
+    line += c;
+  }
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string t = s.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+// name -> backing file, for every bound loop device (sysfs).
+std::map<std::string, std::string> boundLoops() {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/sys/block", ec)) {
+    std::string name = e.path().filename();
+    if (name.rfind("loop", 0) != 0) continue;
+    std::string bf = e.path() / "loop" / "backing_file";
+    if (fs::exists(bf, ec)) out[name] = slurp(bf);
+  }
+  return out;
+}
+
+std::string sysLoop(const std::string& name, const std::string& file) {
+  return slurp("/sys/block/" + name + "/loop/" + file);
+}
+
+// A JSON string value of `key` in a short JSON document ("" when absent).
+std::string jsonString(const std::string& doc, const std::string& key) {
+  auto k = doc.find("\"" + key + "\":\"");
+  if (k == std::string::npos) return {};
+  auto start = k + key.size() + 4;
+  return doc.substr(start, doc.find('"', start) - start);
+}
+
+std::string whyNoLoops() {
+  if (std::getenv("CXIOSYNC_SKIP_HOST_LOOP")) return "CXIOSYNC_SKIP_HOST_LOOP is set";
+  if (geteuid() != 0) return "needs root for real loop devices";
+  int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return "/dev/loop-control unusable: " + std::string(strerror(errno));
+  close(fd);
+  return {};
+}
+
+class Env {
+ public:
+  void startBus() {
+    busPid_ = spawn({"/usr/bin/dbus-daemon", "--config-file=" + kDir + "/test-bus.conf",
+                     "--print-address=1", "--nofork"},
+                    &busOut_, nullptr);
+    address_ = readLine(busOut_, 10s);
+  }
+  bool startServer(const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {kServer, "--address=" + address_, "--loop-run-dir=" + runDir};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    serverPid_ = spawn(argv, &serverOut_, nullptr);
+    auto client = dbus::Client::connect(dbus::BusTarget::at(address_));
+    for (int i = 0; i < 400; ++i) {
+      if (client->daemonRunning()) return true;
+      std::this_thread::sleep_for(25ms);
+    }
+    return false;
+  }
+  void stopServer() {
+    if (serverPid_ > 0) {
+      kill(serverPid_, SIGTERM);
+      int st;
+      waitpid(serverPid_, &st, 0);
+      serverPid_ = -1;
+      close(serverOut_);
+    }
+  }
+  void stop() {
+    stopServer();
+    if (busPid_ > 0) {
+      kill(busPid_, SIGTERM);
+      int st;
+      waitpid(busPid_, &st, 0);
+      busPid_ = -1;
+      close(busOut_);
+    }
+  }
+  bool serverAlive() const { return serverPid_ > 0 && kill(serverPid_, 0) == 0; }
+  const std::string& address() const { return address_; }
+  std::string runDir, dataDir;
+
+ private:
+  pid_t busPid_ = -1, serverPid_ = -1;
+  int busOut_ = -1, serverOut_ = -1;
+  std::string address_;
+};
+
+class DbusLoop : public ::testing::Test {
+ protected:
+  static Env& env() {
+    static Env e;
+    return e;
+  }
+  static std::string& skipReason() {
+    static std::string s;
+    return s;
+  }
+  static std::map<std::string, std::string>& before() {
+    static std::map<std::string, std::string> b;
+    return b;
+  }
+  static void SetUpTestSuite() {
+    skipReason() = whyNoLoops();
+    if (!skipReason().empty()) return;
+    before() = boundLoops();
+    // Canonical: the kernel shows backing files by their canonical path.
+    std::string base = (fs::weakly_canonical(::testing::TempDir()) /
+                        ("cxiosync-loopbus-" + std::to_string(getpid())))
+                           .string();
+    env().runDir = base + "/run";
+    env().dataDir = base + "/data";  // ext4 here: direct I/O can work
+    fs::create_directories(env().runDir);
+    fs::create_directories(env().dataDir);
+    env().startBus();
+  }
+  static void TearDownTestSuite() {
+    if (!skipReason().empty()) return;
+    env().stop();
+    detachOurs();
+    EXPECT_EQ(boundLoops(), before()) << "loop devices leaked by the suite";
+    std::error_code ec;
+    fs::remove_all(fs::path(env().runDir).parent_path(), ec);
+  }
+  void SetUp() override {
+    if (!skipReason().empty()) GTEST_SKIP() << skipReason();
+  }
+  void TearDown() override {
+    if (!skipReason().empty()) return;
+    env().stopServer();
+    detachOurs();
+  }
+  // Detaches every device backed by a file of ours (whatever a test left behind).
+  static void detachOurs() {
+    for (const auto& [name, file] : boundLoops()) {
+      if (file.rfind(env().dataDir, 0) != 0) continue;
+      int fd = open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        ioctl(fd, LOOP_CLR_FD, 0);
+        close(fd);
+      }
+    }
+    for (int i = 0; i < 100; ++i) {
+      bool left = false;
+      for (const auto& [name, file] : boundLoops()) left |= file.rfind(env().dataDir, 0) == 0;
+      if (!left) return;
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  void serve(const std::vector<std::string>& extra = {}) {
+    ASSERT_TRUE(env().startServer(extra)) << "test server did not take the name";
+  }
+  static std::string image(const std::string& name, off_t size = 16 << 20) {
+    std::string p = env().dataDir + "/" + name;
+    int fd = open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(ftruncate(fd, size), 0);
+    close(fd);
+    return p;
+  }
+  static RunResult ctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kCtl, "--bus=" + env().address(), "--no-pager"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  }
+  static std::unique_ptr<sdbus::IConnection> conn() {
+    return sdbus::createSessionBusConnectionWithAddress(env().address());
+  }
+  // LoopSetup with a raw fd and options: (error name or "", object path, device fd).
+  struct Setup {
+    std::string error, path;
+    int deviceFd = -1;
+  };
+  static Setup rawSetup(int fd, const Opts& options) {
+    Setup s;
+    auto c = conn();
+    auto proxy = sdbus::createProxy(*c, "org.cxiosync1", "/org/cxiosync1");
+    try {
+      sdbus::ObjectPath path;
+      sdbus::UnixFd devFd;
+      proxy->callMethod("LoopSetup")
+          .onInterface("org.cxiosync1.Manager")
+          .withArguments(sdbus::UnixFd(fd), options)
+          .storeResultsTo(path, devFd);
+      s.path = path;
+      s.deviceFd = devFd.release();
+    } catch (const sdbus::Error& e) {
+      s.error = e.getName();
+    }
+    return s;
+  }
+  template <class... Args>
+  static std::string rawLoopCall(const std::string& path, const std::string& method,
+                                 Args&&... args) {
+    auto c = conn();
+    auto proxy = sdbus::createProxy(*c, "org.cxiosync1", path);
+    try {
+      proxy->callMethod(method).onInterface("org.cxiosync1.Loop").withArguments(args...);
+      return "";
+    } catch (const sdbus::Error& e) {
+      return e.getName();
+    }
+  }
+  static std::string jsonProblems(const std::vector<std::string>& docs) {
+    std::string errs;
+    for (const auto& d : docs) {
+      std::string path = ::testing::TempDir() + "/loop-json-check.json";
+      std::ofstream(path) << d;
+      auto r = run(
+          {"/usr/bin/env", "python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", path});
+      if (r.rc != 0) errs += r.err + " in: " + d + "\n";
+    }
+    return errs;
+  }
+};
+
+TEST_F(DbusLoop, AddListShowSetDetachThroughTheCli) {
+  serve();
+  std::string img = image("a.img");
+  auto add = ctl({"loop", "add", img, "--json=short"});
+  ASSERT_EQ(add.rc, 0) << add.err;
+  std::string name = jsonString(add.out, "name");
+  ASSERT_FALSE(name.empty()) << add.out;
+  EXPECT_EQ(sysLoop(name, "backing_file"), img);
+  EXPECT_NE(add.out.find("\"direct_io\":"), std::string::npos) << add.out;
+  EXPECT_NE(add.out.find("\"direct_io_mode\":\"auto\""), std::string::npos) << add.out;
+  EXPECT_NE(add.out.find("\"setup_by_uid\":0"), std::string::npos) << add.out;
+  // The effective state is what sysfs says.
+  const bool dio = sysLoop(name, "dio") == "1";
+  EXPECT_NE(add.out.find(std::string("\"direct_io\":") + (dio ? "true" : "false")),
+            std::string::npos);
+
+  auto list = ctl({"loop", "list", "--json=short"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  EXPECT_NE(list.out.find("\"name\":\"" + name + "\""), std::string::npos) << list.out;
+  auto show = ctl({"loop", "show", "/dev/" + name, "--json=pretty"});
+  ASSERT_EQ(show.rc, 0) << show.err;
+  auto all = ctl({"loop", "list", "--all", "--json=short"});
+  EXPECT_EQ(all.rc, 0) << all.err;
+  EXPECT_EQ(jsonProblems({add.out, list.out, show.out, all.out}), "");
+
+  auto text = ctl({"loop", "list"});
+  EXPECT_EQ(text.rc, 0);
+  for (const char* col :
+       {"NAME", "BACK-FILE", "OFFSET", "SIZELIMIT", "RO", "AUTOCLEAR", "DIO", "LOG-SEC", "OWNER"}) {
+    EXPECT_NE(text.out.find(col), std::string::npos) << col << "\n" << text.out;
+  }
+  EXPECT_NE(text.out.find("/dev/" + name), std::string::npos) << text.out;
+  auto showText = ctl({"loop", "show", name});
+  EXPECT_NE(showText.out.find("Direct I/O: " + std::string(dio ? "on" : "off")), std::string::npos)
+      << showText.out;
+
+  auto off = ctl({"loop", "set", name, "--direct-io=off", "--json=short"});
+  ASSERT_EQ(off.rc, 0) << off.err;
+  EXPECT_EQ(sysLoop(name, "dio"), "0");
+  EXPECT_NE(off.out.find("\"direct_io\":false"), std::string::npos) << off.out;
+  if (dio) {
+    auto on = ctl({"loop", "set", name, "--direct-io=on"});
+    EXPECT_EQ(on.rc, 0) << on.err;
+    EXPECT_EQ(sysLoop(name, "dio"), "1");
+  }
+  EXPECT_EQ(ctl({"loop", "set", name, "--capacity"}).rc, 0);
+
+  auto det = ctl({"loop", "detach", name, "--json=short"});
+  ASSERT_EQ(det.rc, 0) << det.err;
+  EXPECT_EQ(det.out, "{\"device\":\"/dev/" + name + "\",\"detached\":true,\"lazy\":false}\n");
+  EXPECT_EQ(boundLoops().count(name), 0u);
+  EXPECT_EQ(ctl({"loop", "show", name}).rc, 1) << "gone";
+  EXPECT_TRUE(env().serverAlive());
+}
+
+TEST_F(DbusLoop, PropertiesAndIntrospectionOfALoopObject) {
+  serve();
+  std::string img = image("p.img");
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{{"direct_io", sdbus::Variant(std::string("off"))},
+                             {"block_size", sdbus::Variant(uint32_t{4096})}});
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  ASSERT_GE(s.deviceFd, 0) << "LoopSetup returns a handle on the device";
+  struct stat st {};
+  ASSERT_EQ(fstat(s.deviceFd, &st), 0);
+  EXPECT_TRUE(S_ISBLK(st.st_mode));
+  EXPECT_EQ(fcntl(s.deviceFd, F_GETFL) & O_ACCMODE, O_RDONLY) << "a read-only handle";
+  close(s.deviceFd);
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  auto c = conn();
+  auto proxy = sdbus::createProxy(*c, "org.cxiosync1", s.path);
+  std::map<std::string, sdbus::Variant> props;
+  proxy->callMethod("GetAll")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .withArguments(std::string("org.cxiosync1.Loop"))
+      .storeResultsTo(props);
+  EXPECT_EQ(props["Device"].get<std::string>(), "/dev/" + name);
+  EXPECT_EQ(props["BackingFile"].get<std::string>(), img);
+  EXPECT_FALSE(props["DirectIO"].get<bool>());
+  EXPECT_EQ(props["DirectIOMode"].get<std::string>(), "off");
+  EXPECT_EQ(props["BlockSize"].get<uint32_t>(), 4096u);
+  EXPECT_EQ(props["BlockSizeSource"].get<std::string>(), "caller");
+  EXPECT_EQ(props["SetupByUid"].get<uint32_t>(), 0u);
+  EXPECT_FALSE(props["Foreign"].get<bool>());
+  EXPECT_FALSE(props["ReadOnly"].get<bool>());
+  EXPECT_EQ(props["Size"].get<uint64_t>(), 16u << 20);
+
+  std::string xml;
+  proxy->callMethod("Introspect")
+      .onInterface("org.freedesktop.DBus.Introspectable")
+      .storeResultsTo(xml);
+  std::string path = ::testing::TempDir() + "/loop-introspected.xml";
+  std::ofstream(path) << xml;
+  auto r = run({"/usr/bin/env", "python3", kDir + "/introspect_normalize.py", kIdl, path,
+                "org.cxiosync1.Loop"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind("method ", 0) != 0) continue;
+    EXPECT_NE(l.find("in options:a{sv}"), std::string::npos) << l;
+  }
+  EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
+  EXPECT_EQ(boundLoops().count(name), 0u);
+}
+
+TEST_F(DbusLoop, AReadOnlyFdYieldsAReadOnlyDevice) {
+  serve();
+  std::string img = image("ro.img");
+  int fd = open(img.c_str(), O_RDONLY | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{});  // read_only not asked for
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  close(s.deviceFd);
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  EXPECT_EQ(slurp("/sys/block/" + name + "/ro"), "1");
+  EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
+  // The CLI opens the file read-only with --read-only.
+  auto add = ctl({"loop", "add", img, "--read-only", "--json=short"});
+  ASSERT_EQ(add.rc, 0) << add.err;
+  EXPECT_NE(add.out.find("\"read_only\":true"), std::string::npos) << add.out;
+  std::string n2 = jsonString(add.out, "name");
+  EXPECT_EQ(slurp("/sys/block/" + n2 + "/ro"), "1");
+  EXPECT_EQ(ctl({"loop", "detach", n2}).rc, 0);
+}
+
+TEST_F(DbusLoop, BadOptionsAreInvalidArgumentAndCreateNothing) {
+  serve();
+  std::string img = image("bad.img");
+  const auto loopsBefore = boundLoops();
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  const std::string kInvalid = "org.cxiosync1.Error.InvalidArgument";
+  for (const Opts& o : std::vector<Opts>{
+           {{"bogus", sdbus::Variant(true)}},
+           {{"read_only", sdbus::Variant(std::string("yes"))}},
+           {{"offset", sdbus::Variant(uint32_t{4096})}},  // must be t
+           {{"block_size", sdbus::Variant(uint32_t{1000})}},
+           {{"block_size", sdbus::Variant(uint32_t{256})}},
+           {{"direct_io", sdbus::Variant(std::string("maybe"))}},
+           {{"force", sdbus::Variant(true)}},
+       }) {
+    auto s = rawSetup(fd, o);
+    EXPECT_EQ(s.error, kInvalid) << o.begin()->first;
+    if (s.deviceFd >= 0) close(s.deviceFd);
+  }
+  // The kernel's refusal: offset past the end of the file, direct I/O "on" on a misaligned
+  // offset. InvalidArgument too, and nothing left behind.
+  auto past = rawSetup(fd, Opts{{"offset", sdbus::Variant(uint64_t{1} << 40)}});
+  EXPECT_EQ(past.error, kInvalid);
+  close(fd);
+  int wo = open(img.c_str(), O_WRONLY | O_CLOEXEC);
+  EXPECT_EQ(rawSetup(wo, Opts{}).error, kInvalid) << "a write-only fd";
+  close(wo);
+  EXPECT_EQ(ctl({"loop", "add", img, "--direct-io=maybe"}).rc, 2);
+  EXPECT_EQ(ctl({"loop", "add", img, "--block-size", "1000"}).rc, 2);
+  EXPECT_EQ(ctl({"loop", "add", img, "--autoclear"}).rc, 2) << "autoclear needs a command";
+  EXPECT_EQ(ctl({"loop", "add", img, "--offset", "1T"}).rc, 2);
+  EXPECT_EQ(ctl({"loop", "add", env().dataDir + "/missing.img"}).rc, 1);
+  EXPECT_EQ(ctl({"loop", "set", "loop0"}).rc, 2) << "nothing to change";
+  EXPECT_EQ(ctl({"loop", "show", "sda"}).rc, 2);
+  EXPECT_EQ(ctl({"list", "--all"}).rc, 2) << "loop options only with loop";
+  EXPECT_EQ(boundLoops(), loopsBefore);
+  EXPECT_TRUE(env().serverAlive());
+}
+
+TEST_F(DbusLoop, UnknownDeviceIsNoSuchDevice) {
+  serve();
+  auto r = ctl({"loop", "show", "loop99999"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("No loop device loop99999"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"loop", "detach", "loop99999"}).rc, 1);
+  EXPECT_EQ(ctl({"loop", "set", "loop99999", "--capacity"}).rc, 1);
+  // A device that goes away behind the daemon's back: its object answers NoSuchDevice, then
+  // disappears.
+  std::string img = image("gone.img");
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{});
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  close(s.deviceFd);
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  int dev = open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(dev, 0);
+  ASSERT_EQ(ioctl(dev, LOOP_CLR_FD, 0), 0);
+  close(dev);
+  for (int i = 0; i < 100 && boundLoops().count(name); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(rawLoopCall(s.path, "SetDirectIO", true, Opts{}), "org.cxiosync1.Error.NoSuchDevice");
+  EXPECT_EQ(rawLoopCall(s.path, "SetCapacity", Opts{}), "org.freedesktop.DBus.Error.UnknownObject");
+}
+
+TEST_F(DbusLoop, ForeignDevicesNeedRootWithForce) {
+  serve();
+  std::string img = image("foreign.img");
+  auto ls = run({"/sbin/losetup", "--find", "--show", img});
+  if (ls.rc != 0) GTEST_SKIP() << "losetup failed: " << ls.err;
+  std::string name = ls.out.substr(ls.out.rfind('/') + 1);
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  auto list = ctl({"loop", "list", "--json=short"});
+  EXPECT_EQ(list.out.find("\"" + name + "\""), std::string::npos) << "foreign only with --all";
+  auto all = ctl({"loop", "list", "--all", "--json=short"});
+  EXPECT_NE(all.out.find("\"name\":\"" + name + "\""), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("\"foreign_owner\":\"manual\""), std::string::npos) << all.out;
+  auto refused = ctl({"loop", "detach", name});
+  EXPECT_EQ(refused.rc, 4) << refused.err;
+  EXPECT_NE(refused.err.find("not set up by cxiosync"), std::string::npos) << refused.err;
+  EXPECT_EQ(boundLoops().count(name), 1u);
+  EXPECT_EQ(ctl({"loop", "detach", name, "--force"}).rc, 0);
+  EXPECT_EQ(boundLoops().count(name), 0u);
+}
+
+TEST_F(DbusLoop, ANonRootCallerIsRefused) {
+  serve({"--as-uid=65534"});  // no polkit on this bus: root only
+  std::string img = image("nobody.img");
+  const auto loopsBefore = boundLoops();
+  auto r = ctl({"loop", "add", img});
+  EXPECT_EQ(r.rc, 4) << r.err;
+  EXPECT_NE(r.err.find("org.cxiosync1.loop-setup"), std::string::npos) << r.err;
+  EXPECT_EQ(boundLoops(), loopsBefore);
+  EXPECT_EQ(ctl({"loop", "list", "--all"}).rc, 0) << "reads stay open";
+  env().stopServer();
+  // A device root set up: nobody may not touch it (loop-modify-others / -delete-others).
+  serve();
+  auto add = ctl({"loop", "add", img, "--json=short"});
+  ASSERT_EQ(add.rc, 0) << add.err;
+  std::string name = jsonString(add.out, "name");
+  env().stopServer();
+  serve({"--as-uid=65534"});
+  auto det = ctl({"loop", "detach", name});
+  EXPECT_EQ(det.rc, 4) << det.err;
+  EXPECT_NE(det.err.find("loop-delete-others"), std::string::npos) << det.err;
+  auto set = ctl({"loop", "set", name, "--direct-io=off"});
+  EXPECT_EQ(set.rc, 4) << set.err;
+  EXPECT_NE(set.err.find("loop-modify-others"), std::string::npos) << set.err;
+  EXPECT_EQ(boundLoops().count(name), 1u);
+  env().stopServer();
+  serve({"--as-uid=65534", "--polkit=allow"});
+  EXPECT_EQ(ctl({"loop", "detach", name}).rc, 0) << "polkit said yes";
+  EXPECT_EQ(boundLoops().count(name), 0u);
+}
+
+TEST_F(DbusLoop, TheReturnedHandleKeepsAnAutoclearDevice) {
+  serve();
+  std::string img = image("auto.img");
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{{"autoclear", sdbus::Variant(true)}});
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  EXPECT_EQ(sysLoop(name, "autoclear"), "1");
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(boundLoops().count(name), 1u) << "held by the returned handle";
+  close(s.deviceFd);
+  bool gone = false;
+  for (int i = 0; i < 150 && !gone; ++i) {
+    gone = boundLoops().count(name) == 0;
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(gone) << "the kernel detached it on the last close";
+  // The CLI holds it while a command runs.
+  auto r = ctl({"loop", "add", img, "--autoclear", "--", "/bin/sh", "-c",
+                "cat /sys/block/$(basename {})/loop/autoclear"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\n1\n"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,183 @@
+// cxiosyncctl loop: argument checks, sizes, device names, rendering; and the LoopSetup
+// option parsing the daemon applies (dbus/loop_wire.h). Pure: no bus, no kernel.
+#include "dbus/ctl/loop_cli.h"
+
+#include <gtest/gtest.h>
+
+#include "dbus/loop_wire.h"
+
+namespace cxiosync::ctl {
+namespace {
+
+Result<Invocation> parse(std::vector<std::string> args) {
+  return parseArgs(args);
+}
+
+TEST(LoopCli, DeviceNames) {
+  EXPECT_EQ(*loopNameArg("loop3"), "loop3");
+  EXPECT_EQ(*loopNameArg("/dev/loop3"), "loop3");
+  EXPECT_EQ(*loopNameArg("3"), "loop3");
+  EXPECT_EQ(*loopNameArg("0"), "loop0");
+  for (const char* bad : {"", "sda", "loop", "loop03", "loop-1", "/dev/sda", "loop3p1", "../loop3",
+                          "loop99999999999"}) {
+    EXPECT_FALSE(loopNameArg(bad).ok()) << bad;
+  }
+}
+
+TEST(LoopCli, Sizes) {
+  EXPECT_EQ(*parseLoopSize("4096"), 4096u);
+  EXPECT_EQ(*parseLoopSize("4K"), 4096u);
+  EXPECT_EQ(*parseLoopSize("1M"), 1u << 20);
+  EXPECT_EQ(*parseLoopSize("2GiB"), 2ull << 30);
+  EXPECT_EQ(*parseLoopSize("1T"), 1ull << 40);
+  for (const char* bad : {"", "K", "-1", "1.5M", "1X", "99999999999999999999", "16777216T"}) {
+    EXPECT_FALSE(parseLoopSize(bad).ok()) << bad;
+  }
+}
+
+TEST(LoopCli, ArgumentChecks) {
+  EXPECT_TRUE(parse({"loop", "add", "/x.img"}).ok());
+  auto a = parse({"loop", "add", "/x.img", "--read-only", "--offset=1M", "--size", "2M",
+                  "--block-size=4096", "--direct-io=on", "--partscan"});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_TRUE(a->options.loop.readOnly);
+  EXPECT_EQ(*a->options.loop.offset, "1M");
+  EXPECT_EQ(*a->options.loop.size, "2M");
+  EXPECT_EQ(*a->options.loop.directIo, "on");
+  EXPECT_EQ(*parse({"loop", "add", "/x", "--direct-io"})->options.loop.directIo, "on");
+  auto held = parse({"loop", "add", "/x", "--autoclear", "--", "mount", "-o", "ro", "{}", "/m"});
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_EQ(held->args.size(), 7u);
+  EXPECT_TRUE(parse({"loop", "list", "--all"}).ok());
+  EXPECT_TRUE(parse({"loop", "show", "/dev/loop1"}).ok());
+  EXPECT_TRUE(parse({"loop", "set", "loop1", "--direct-io=off"}).ok());
+  EXPECT_TRUE(parse({"loop", "set", "loop1", "--block-size", "4K", "--capacity"}).ok());
+  EXPECT_TRUE(parse({"loop", "detach", "2", "--force"}).ok());
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"loop"},
+           {"loop", "frob"},
+           {"loop", "add"},
+           {"loop", "add", "/x", "--direct-io=maybe"},
+           {"loop", "add", "/x", "--block-size=1000"},
+           {"loop", "add", "/x", "--offset=1Q"},
+           {"loop", "add", "/x", "--autoclear"},  // needs a command
+           {"loop", "add", "/x", "--all"},
+           {"loop", "list", "--read-only"},
+           {"loop", "list", "extra"},
+           {"loop", "show"},
+           {"loop", "show", "sda"},
+           {"loop", "show", "loop1", "--force"},
+           {"loop", "set", "loop1"},
+           {"loop", "set", "loop1", "--direct-io=auto"},
+           {"loop", "set", "loop1", "--read-only", "--capacity"},
+           {"loop", "detach", "loop1", "--capacity"},
+           {"list", "--all"},
+           {"show", "/a", "--force"},
+       }) {
+    std::string joined;
+    for (const auto& s : bad) joined += s + " ";
+    auto r = parse(bad);
+    EXPECT_FALSE(r.ok()) << joined;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code, EINVAL) << joined;
+    }
+  }
+}
+
+dbus::LoopInfo sample() {
+  dbus::LoopInfo d;
+  d.name = "loop3";
+  d.device = "/dev/loop3";
+  d.backingFile = "/srv/img/a.img";
+  d.sizeBytes = 16 << 20;
+  d.blockSize = 512;
+  d.directIo = false;
+  d.directIoMode = "auto";
+  d.directIoNote = "tmpfs does not support direct I/O";
+  d.blockSizeSource = "default";
+  d.setupByUid = 0;
+  d.foreign = false;
+  d.requestDepth = 128;
+  return d;
+}
+
+TEST(LoopCli, Rendering) {
+  auto d = sample();
+  auto text = loopsText({d}, true, false);
+  EXPECT_NE(text.find("NAME"), std::string::npos);
+  EXPECT_NE(text.find("LOG-SEC"), std::string::npos);
+  EXPECT_NE(text.find("0!"), std::string::npos) << text;
+  EXPECT_NE(text.find("loop3: direct I/O off: tmpfs"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 loop device listed."), std::string::npos) << text;
+  EXPECT_EQ(loopsText({d}, false, false).find("NAME"), std::string::npos);
+  auto j = loopJson(d).dump(false);
+  EXPECT_EQ(j.rfind("{\"name\":\"loop3\",\"device\":\"/dev/loop3\"", 0), 0u) << j;
+  EXPECT_NE(j.find("\"setup_by_uid\":0"), std::string::npos);
+  EXPECT_NE(j.find("\"foreign_owner\":null"), std::string::npos);
+  d.foreign = true;
+  d.foreignOwner = "snap";
+  d.setupByUid = dbus::kUnknownUid;
+  j = loopJson(d).dump(false);
+  EXPECT_NE(j.find("\"setup_by_uid\":null"), std::string::npos) << j;
+  EXPECT_NE(loopsText({d}, true, false).find("foreign:snap"), std::string::npos);
+  EXPECT_NE(loopText(d).find("foreign (snap)"), std::string::npos);
+}
+
+TEST(LoopWire, SetupOptions) {
+  using V = sdbus::Variant;
+  auto ok = dbus::wire::parseLoopSetupOptions({{"read_only", V(true)},
+                                               {"offset", V(uint64_t{4096})},
+                                               {"size_limit", V(uint64_t{1} << 20)},
+                                               {"block_size", V(uint32_t{4096})},
+                                               {"direct_io", V(std::string("on"))},
+                                               {"autoclear", V(true)},
+                                               {"partscan", V(true)},
+                                               {"interactive", V(true)}});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(ok->options.readOnly);
+  EXPECT_EQ(ok->options.offset, 4096u);
+  EXPECT_EQ(ok->options.directIo, "on");
+  EXPECT_TRUE(ok->interactive);
+  // Round trip of what the client sends.
+  auto back = dbus::wire::parseLoopSetupOptions(dbus::wire::loopSetupOptionsToWire(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->options.sizeLimit, 1u << 20);
+  for (const auto& bad : std::vector<std::map<std::string, V>>{
+           {{"nope", V(true)}},
+           {{"force", V(true)}},
+           {{"read_only", V(uint32_t{1})}},
+           {{"offset", V(uint32_t{1})}},
+           {{"block_size", V(uint64_t{4096})}},
+           {{"block_size", V(uint32_t{3000})}},
+           {{"block_size", V(uint32_t{131072})}},
+           {{"direct_io", V(std::string("yes"))}},
+           {{"offset", V(uint64_t{1} << 63)}},
+       }) {
+    auto r = dbus::wire::parseLoopSetupOptions(bad);
+    EXPECT_FALSE(r.ok()) << bad.begin()->first;
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code, EINVAL);
+    }
+  }
+  EXPECT_TRUE(dbus::wire::parseLoopCallOptions({{"force", V(true)}}, false).ok());
+  EXPECT_FALSE(dbus::wire::parseLoopCallOptions({{"force", V(true)}}, true).ok());
+  EXPECT_TRUE(dbus::wire::parseLoopCallOptions({{"all", V(true)}}, true).ok());
+  EXPECT_FALSE(dbus::wire::parseLoopCallOptions({{"all", V(uint32_t{1})}}, true).ok());
+}
+
+TEST(LoopWire, NamesPathsAndUtf8) {
+  EXPECT_EQ(dbus::wire::loopObjectPath("loop3"), "/org/cxiosync1/loop/loop3");
+  EXPECT_EQ(dbus::wire::loopNameOfPath("/org/cxiosync1/loop/loop3"), "loop3");
+  EXPECT_EQ(dbus::wire::loopNameOfPath("/org/cxiosync1/loop/sda"), "");
+  EXPECT_EQ(dbus::wire::validUtf8("a\xffz"), "a\xef\xbf\xbdz");
+  EXPECT_EQ(dbus::wire::validUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  auto d = sample();
+  auto back = dbus::wire::loopFromWire(dbus::wire::toWire(d));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->name, "loop3");
+  EXPECT_EQ(back->directIoNote, d.directIoNote);
+  EXPECT_EQ(back->requestDepth, 128u);
+}
+
+}  // namespace
+}  // namespace cxiosync::ctl
