@@ -13,6 +13,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->configPath, "/etc/cxiosync");
   EXPECT_EQ(o->cgroupRoot, "/sys/fs/cgroup");
   EXPECT_EQ(o->runDir, "/run/cxiosync");
+  EXPECT_EQ(o->devRoot, "/dev");
   EXPECT_FALSE(o->detector);
   EXPECT_FALSE(o->dryRun);
   EXPECT_FALSE(o->checkConfig);
@@ -20,7 +21,7 @@ TEST(OptionsTest, Defaults) {
 
 TEST(OptionsTest, AllFlagsBothSpellings) {
   auto o = parseOptions({"--config=/c.yaml", "--cgroup-root", "/cg", "--proc-root=/p",
-                         "--sys-root=/s", "--tracefs-root=/t", "--run-dir", "/r",
+                         "--sys-root=/s", "--tracefs-root=/t", "--run-dir", "/r", "--dev-root=/d",
                          "--detector=procfs", "--dry-run", "--foreground", "--log-level=debug",
                          "--assume-shutdown=yes", "--check-config"});
   ASSERT_TRUE(o) << o.error().message;
@@ -30,6 +31,7 @@ TEST(OptionsTest, AllFlagsBothSpellings) {
   EXPECT_EQ(o->sysRoot, "/s");
   EXPECT_EQ(o->tracefsRoot, "/t");
   EXPECT_EQ(o->runDir, "/r");
+  EXPECT_EQ(o->devRoot, "/d");
   EXPECT_EQ(o->detector, DetectorKind::Procfs);
   EXPECT_TRUE(o->dryRun);
   EXPECT_TRUE(o->foreground);
