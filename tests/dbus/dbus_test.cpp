@@ -556,9 +556,12 @@ class DbusAuth : public DbusBase {
  protected:
   static void SetUpTestSuite() { env().startBus(); }
   static void TearDownTestSuite() { env().stop(); }
+  // GTEST_SKIP only ends the test body when called from SetUp or the body itself.
+  void SetUp() override {
+    if (realDaemon()) GTEST_SKIP() << "uid/polkit injection is a test-server feature";
+  }
   void TearDown() override { env().stopServer(); }
   void serve(const std::string& polkit) {
-    if (realDaemon()) GTEST_SKIP() << "uid/polkit injection is a test-server feature";
     env().startServer({"--as-uid=1000", "--polkit=" + polkit});
   }
 };
