@@ -22,11 +22,11 @@ BlockDeviceInfo KernelLoopBackend::toInfo(const LoopDeviceInfo& d) {
   b.sizeBytes = d.kernel.sizeBytes;
   b.readOnly = d.kernel.readOnly;
   b.directIo = d.kernel.directIo;
-  b.workers = 1;  // one loop worker per issuing cgroup; no per-device count exists
+  b.workers = d.workers;  // one loop worker per issuing cgroup; no per-device count exists
   b.queueDepth = d.kernel.requestDepth;
   // Buffered: the worker handles one request at a time. Direct I/O: submitted
   // asynchronously, up to nr_requests at once.
-  b.inFlightMax = d.kernel.directIo ? static_cast<int>(d.kernel.requestDepth) : 1;
+  b.inFlightMax = static_cast<int>(d.inFlightMax);
   b.foreign = d.foreign;
   if (d.record) b.setupByUid = d.record->uid;
   b.workersSettableLive = false;
@@ -37,26 +37,16 @@ BlockDeviceInfo KernelLoopBackend::toInfo(const LoopDeviceInfo& d) {
 
 Result<BlockSetupResult> KernelLoopBackend::setup(int backingFd, const BlockSetupOptions& o,
                                                   uint32_t uid) {
-  const uint32_t hw = loopHwQueueDepth(sysRoot_);
-  if (o.queueDepth)
-    if (auto v = validateQueueDepth(o.queueDepth, hw); !v) return v.error();
-  auto r = m_.setup(backingFd, o.loop, uid);
+  LoopOptions lo = o.loop;
+  if (o.queueDepth) lo.queueDepth = o.queueDepth;
+  if (lo.queueDepth)
+    if (auto v = validateQueueDepth(lo.queueDepth, loopHwQueueDepth(sysRoot_)); !v)
+      return v.error();
+  auto r = m_.setup(backingFd, lo, uid);
   if (!r) return r.error();
   BlockSetupResult out;
   out.notes = r->notes;
   if (!r->directIoNote.empty()) out.notes.push_back("direct I/O is off: " + r->directIoNote);
-  if (o.queueDepth) {
-    auto w = writeQueueDepth(sysRoot_, r->device.name, o.queueDepth);
-    auto back = readQueueDepth(sysRoot_, r->device.name);
-    if (!w || !back || *back != o.queueDepth) {
-      std::string why = !w ? w.error().message : "read back " + std::to_string(back ? *back : 0);
-      r->deviceFd.reset();
-      (void)m_.detach(r->device.name, uid, false);
-      return makeError(
-          r->device.name + ": queue depth " + std::to_string(o.queueDepth) + " not applied: " + why,
-          EINVAL);
-    }
-  }
   auto again = m_.show(r->device.name);
   out.device = toInfo(again ? *again : r->device);
   out.deviceFd = std::move(r->deviceFd);
@@ -93,20 +83,8 @@ Result<BlockDeviceInfo> KernelLoopBackend::setWorkers(std::string_view dev, int 
 
 Result<BlockDeviceInfo> KernelLoopBackend::setQueueDepth(std::string_view dev, uint32_t depth,
                                                          uint32_t uid, bool force) {
-  if (auto v = validateQueueDepth(depth, loopHwQueueDepth(sysRoot_)); !v) return v.error();
-  auto d = m_.show(dev);
-  if (!d) return d.error();
-  if (loopAccess(*d, uid, force) == LoopAccess::Refused)
-    return makeError(d->name + " was not set up by cxiosync; only root with force may change it",
-                     EPERM);
-  if (auto w = writeQueueDepth(sysRoot_, d->name, depth); !w) return w.error();
-  auto after = m_.show(dev);
+  auto after = m_.setQueueDepth(dev, depth, uid, force);
   if (!after) return after.error();
-  if (after->kernel.requestDepth != depth)
-    return makeError(d->name + ": queue depth reads back as " +
-                         std::to_string(after->kernel.requestDepth) + ", not " +
-                         std::to_string(depth),
-                     EIO);
   return toInfo(*after);
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/loop/loop_manager.h"
 
+#include "daemon/loop/backend.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -137,6 +139,8 @@ Result<LoopDeviceInfo> LoopManager::info(int index, const std::vector<LoopRecord
     break;
   }
   if (d.foreign) d.foreignOwner = guessForeignOwner(st->backingFile);
+  d.workers = 1;
+  d.inFlightMax = st->directIo && st->requestDepth ? st->requestDepth : 1;
   return d;
 }
 
@@ -358,6 +362,27 @@ Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& req
       res.directIoNote = why;
     }
   }
+  {
+    // nr_requests survives a detach: without an explicit depth, restore the module default
+    // (hw_queue_depth) so an earlier user's setting does not leak into this device.
+    const uint32_t hw = loopHwQueueDepth(kernel_->sysfs().root());
+    const uint32_t want = o.queueDepth ? o.queueDepth : hw;
+    if (want != 0 && st->requestDepth != want) {
+      Status q = o.queueDepth ? validateQueueDepth(o.queueDepth, hw) : Status(Ok{});
+      if (q) q = writeQueueDepth(kernel_->sysfs().root(), "loop" + std::to_string(index), want);
+      auto back = kernel_->sysfs().read(index);
+      if (q && (!back || back->requestDepth != want))
+        q = makeError("queue depth reads back as " + std::to_string(back ? back->requestDepth : 0),
+                      EIO);
+      if (!q && o.queueDepth) {
+        teardown(index, std::move(dev));
+        return prefixed("queue depth " + std::to_string(o.queueDepth) + " not applied: ",
+                        q.error());
+      }
+      if (!q)
+        res.notes.push_back("could not restore the default queue depth: " + q.error().message);
+    }
+  }
   if (auto again = kernel_->sysfs().read(index)) st = std::move(again);
 
   LoopRecord rec;
@@ -460,6 +485,29 @@ Result<LoopDeviceInfo> LoopManager::setBlockSize(std::string_view dev, uint32_t 
           r.blockSizeChosen = size;
           r.blockSizeSource = BlockSizeSource::Caller;
         }
+    });
+  }
+  return show(dev);
+}
+
+Result<LoopDeviceInfo> LoopManager::setQueueDepth(std::string_view dev, uint32_t depth,
+                                                  uint32_t callerUid, bool force) {
+  if (auto v = validateQueueDepth(depth, loopHwQueueDepth(kernel_->sysfs().root())); !v)
+    return v.error();
+  auto t = mutable_(dev, callerUid, force);
+  if (!t) return t.error();
+  if (auto w = writeQueueDepth(kernel_->sysfs().root(), t->info.name, depth); !w) return w.error();
+  auto after = show(dev);
+  if (!after) return after.error();
+  if (after->kernel.requestDepth != depth)
+    return makeError(after->name + ": queue depth reads back as " +
+                         std::to_string(after->kernel.requestDepth) + ", not " +
+                         std::to_string(depth),
+                     EIO);
+  if (!after->foreign) {
+    (void)updateRecords([&](std::vector<LoopRecord>& recs) {
+      for (auto& r : recs)
+        if (r.index == t->index) r.options.queueDepth = depth;
     });
   }
   return show(dev);

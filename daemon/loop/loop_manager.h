@@ -98,6 +98,9 @@ class LoopManager {
                                      bool force = false);
   Result<LoopDeviceInfo> setBlockSize(std::string_view dev, uint32_t size, uint32_t callerUid,
                                       bool force = false);
+  // queue/nr_requests: 4..the loop module's hw_queue_depth; EINVAL (with the bound) otherwise.
+  Result<LoopDeviceInfo> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t callerUid,
+                                       bool force = false);
   // Re-reads the backing file's size (after the file grew or shrank).
   Result<LoopDeviceInfo> setCapacity(std::string_view dev, uint32_t callerUid, bool force = false);
   // With on and nobody else holding the device, the kernel detaches it right away: the

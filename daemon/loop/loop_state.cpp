@@ -56,6 +56,7 @@ std::string loopRecordsToJson(const std::vector<LoopRecord>& records) {
     w.key("partscan").value(r.options.partscan);
     w.key("block_size").value(r.options.blockSize);
     w.key("direct_io").value(directIoModeName(r.options.directIo));
+    w.key("queue_depth").value(r.options.queueDepth);
     w.endObject();
     w.key("block_size_chosen").value(r.blockSizeChosen);
     w.key("block_size_source").value(blockSizeSourceName(r.blockSizeSource));
@@ -96,6 +97,7 @@ Result<std::vector<LoopRecord>> loopRecordsFromJson(const std::string& text) {
         if (o["autoclear"]) r.options.autoclear = o["autoclear"].as<bool>();
         if (o["partscan"]) r.options.partscan = o["partscan"].as<bool>();
         if (o["block_size"]) r.options.blockSize = o["block_size"].as<uint32_t>();
+        if (o["queue_depth"]) r.options.queueDepth = o["queue_depth"].as<uint32_t>();
         if (o["direct_io"]) {
           auto m = parseDirectIoMode(o["direct_io"].as<std::string>());
           if (!m) return makeError("loop state: " + m.error().message, EINVAL);

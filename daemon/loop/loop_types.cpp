@@ -52,6 +52,10 @@ Status validateLoopOptions(const LoopOptions& o) {
                      EINVAL);
   if (o.offset > static_cast<uint64_t>(INT64_MAX))
     return makeError("offset " + std::to_string(o.offset) + " is too large", EINVAL);
+  if (o.queueDepth != 0 && (o.queueDepth < 4 || o.queueDepth > 65536))
+    return makeError("queue depth must be between 4 and the loop module's hw_queue_depth, not " +
+                         std::to_string(o.queueDepth),
+                     EINVAL);
   if (o.sizeLimit > static_cast<uint64_t>(INT64_MAX))
     return makeError("size limit " + std::to_string(o.sizeLimit) + " is too large", EINVAL);
   return Ok{};

@@ -43,6 +43,11 @@ struct LoopOptions {
   bool partscan = false;
   uint32_t blockSize = 0;  // logical block size; 0 = choose (see chooseBlockSize)
   DirectIoMode directIo = DirectIoMode::Auto;
+  // Request depth of the device (queue/nr_requests): how many requests it accepts at once;
+  // with direct I/O that many backing I/Os can be in flight (buffered: one at a time per
+  // cgroup, whatever the depth). 0 = the kernel's default (the loop module's hw_queue_depth);
+  // else 4..hw_queue_depth (checked against the running kernel by LoopManager).
+  uint32_t queueDepth = 0;
 };
 
 // Checks a caller's options on their own (no backing file needed): block size 0 or a power
@@ -138,6 +143,11 @@ struct LoopDeviceInfo {
   ForeignOwner foreignOwner = ForeignOwner::None;  // a guess, set when foreign
   std::optional<LoopRecord> record;                // set when ours
   std::string backend = "kernel";
+  // Concurrency the kernel really has for this device (see daemon/loop/backend.h): the loop
+  // driver has ONE worker per issuing cgroup (no per-device count), which handles buffered
+  // requests one at a time; with direct I/O it submits asynchronously, up to the queue depth.
+  int workers = 1;
+  uint32_t inFlightMax = 1;  // direct I/O: kernel.requestDepth; buffered: 1
 };
 
 // Parses "loop3", "/dev/loop3" or "3" into 3. EINVAL otherwise.

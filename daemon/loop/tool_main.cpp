@@ -10,6 +10,10 @@
 //                 [--autoclear=on|off] [--force]
 //   cxiosync-loop [GLOBAL] detach DEV [--force]
 //   cxiosync-loop [GLOBAL] reconcile
+//   cxiosync-loop [GLOBAL] backends
+// add also takes [--backend kernel|nbd|auto] [--workers N] [--queue-depth N] [--nbd-timeout S]
+// and set [--queue-depth N] [--workers N]; DEV may be nbdN for show/set/detach. Those parts
+// live in backend_tool.cpp (BlockDevices: daemon/loop/backend_devices.h).
 // GLOBAL: --json --sys-root DIR --dev-root DIR --run-dir DIR --as-uid N (root only: act as
 // if that uid asked, for tests)
 #include <fcntl.h>
@@ -25,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/loop/backend_tool.h"
 #include "daemon/loop/loop_json.h"
 #include "daemon/loop/loop_manager.h"
 
@@ -47,11 +52,17 @@ struct Global {
       "           [-- CMD ARGS...]\n"
       "      With --autoclear the device lives only while something holds it: give a command\n"
       "      ({} in it and $CXIOSYNC_LOOP_DEV name the device); it runs with the device open.\n"
+      "           [--backend kernel|nbd|auto] [--workers N] [--queue-depth N] [--nbd-timeout S]\n"
+      "      --workers N (1..16): N threads serve the device (nbd backend). auto (default):\n"
+      "      the kernel loop, unless N > 1 and direct I/O is off or impossible -> nbd.\n"
+      "      --queue-depth N: kernel loop request depth (queue/nr_requests, 4..hw_queue_depth).\n"
       "  list [--all]            devices set up by cxiosync (--all: also foreign ones)\n"
       "  show DEV\n"
       "  set DEV [--direct-io=on|off] [--block-size N] [--capacity] [--autoclear=on|off] "
       "[--force]\n"
-      "  detach DEV [--force]\n"
+      "  set DEV --queue-depth N | --workers N [--force]\n"
+      "  detach DEV [--force]     (DEV: loopN or nbdN)\n"
+      "  backends                which backends this kernel offers (loop, nbd, ublk)\n"
       "  reconcile               drop records of devices that are gone or no longer ours\n",
       code == 0 ? stdout : stderr);
   std::exit(code);
@@ -127,7 +138,10 @@ void writeInfo(JsonWriter& w, const LoopDeviceInfo& d) {
     w.value(*k.backingInode);
   else
     w.null();
-  w.key("backend").value(d.backend);
+  {
+    BlockDeviceInfo b = KernelLoopBackend::toInfo(d);
+    writeBlockInfoFields(w, b);
+  }
   w.key("foreign").value(d.foreign);
   w.key("foreign-owner").value(foreignOwnerName(d.foreignOwner));
   w.key("setup-by-uid");
@@ -154,18 +168,19 @@ void writeInfo(JsonWriter& w, const LoopDeviceInfo& d) {
 }
 
 void printTable(const std::vector<LoopDeviceInfo>& devs) {
-  std::printf("%-12s %-9s %-9s %-10s %-10s %2s %9s %3s %7s %s\n", "NAME", "MAJ:MIN", "BACK-DEV",
-              "OFFSET", "SIZELIMIT", "RO", "AUTOCLEAR", "DIO", "LOG-SEC", "OWNER  BACK-FILE");
+  std::printf("%-12s %-9s %-9s %-10s %-10s %2s %9s %3s %7s %-7s %7s %6s %s\n", "NAME", "MAJ:MIN",
+              "BACK-DEV", "OFFSET", "SIZELIMIT", "RO", "AUTOCLEAR", "DIO", "LOG-SEC", "BACKEND",
+              "WORKERS", "QDEPTH", "OWNER  BACK-FILE");
   for (const auto& d : devs) {
     const auto& k = d.kernel;
     std::string dio = k.directIo ? "1" : "0";
     if (d.record && !d.record->directIoNote.empty()) dio += "!";
-    std::printf("%-12s %-9s %-9s %-10llu %-10llu %2d %9d %3s %7u %s  %s\n", d.path.c_str(),
-                k.devnum.str().c_str(), d.backingDevice ? d.backingDevice->str().c_str() : "-",
-                static_cast<unsigned long long>(k.offset),
-                static_cast<unsigned long long>(k.sizeLimit), k.readOnly ? 1 : 0,
-                k.autoclear ? 1 : 0, dio.c_str(), k.logicalBlockSize, owner(d).c_str(),
-                k.backingFile.c_str());
+    std::printf(
+        "%-12s %-9s %-9s %-10llu %-10llu %2d %9d %3s %7u %-7s %7d %6u %s  %s\n", d.path.c_str(),
+        k.devnum.str().c_str(), d.backingDevice ? d.backingDevice->str().c_str() : "-",
+        static_cast<unsigned long long>(k.offset), static_cast<unsigned long long>(k.sizeLimit),
+        k.readOnly ? 1 : 0, k.autoclear ? 1 : 0, dio.c_str(), k.logicalBlockSize, d.backend.c_str(),
+        1, k.requestDepth, owner(d).c_str(), k.backingFile.c_str());
   }
   for (const auto& d : devs)
     if (d.record && !d.record->directIoNote.empty())
@@ -185,8 +200,13 @@ void printShow(const LoopDeviceInfo& d) {
               static_cast<unsigned long long>(k.sizeBytes));
   std::printf("  read-only %s, autoclear %s, partscan %s\n", k.readOnly ? "yes" : "no",
               k.autoclear ? "yes" : "no", k.partscan ? "yes" : "no");
-  std::printf("  direct I/O %s, logical block size %u, nr_requests %u\n", k.directIo ? "on" : "off",
-              k.logicalBlockSize, k.requestDepth);
+  std::printf("  direct I/O %s, logical block size %u, queue depth %u (nr_requests)\n",
+              k.directIo ? "on" : "off", k.logicalBlockSize, k.requestDepth);
+  std::printf(
+      "  backend %s, workers 1 (the kernel loop has one worker per cgroup), up to %u "
+      "backing I/Os in flight (%s)\n",
+      d.backend.c_str(), k.directIo ? k.requestDepth : 1u,
+      k.directIo ? "direct I/O: asynchronous" : "buffered: one at a time");
   std::printf("  owner: %s\n", owner(d).c_str());
   if (d.record) {
     const auto& r = *d.record;
@@ -419,6 +439,11 @@ int main(int argc, char** argv) {
   if (i >= args.size()) usage(2);
   const std::string cmd = args[i];
   std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
+  {
+    BlockToolGlobal bg{g.json, g.mo, g.uid};
+    int rc = blockToolCommand(bg, cmd, rest);
+    if (rc >= 0) return rc;
+  }
   auto mgr = LoopManager::create(g.mo);
   if (!mgr) return fail(mgr.error());
   LoopManager& m = **mgr;
@@ -429,14 +454,23 @@ int main(int argc, char** argv) {
     bool all = !rest.empty() && (rest[0] == "--all" || rest[0] == "-a");
     auto l = m.list(all);
     if (!l) return fail(l.error());
+    BlockToolGlobal bg{g.json, g.mo, g.uid};
+    const auto nbds = listNbdDevices(bg, all);
     if (g.json) {
       JsonWriter w;
       w.beginObject().key("loopdevices").beginArray();
       for (const auto& d : *l) writeInfo(w, d);
+      w.endArray().key("nbddevices").beginArray();
+      for (const auto& d : nbds) writeBlockInfo(w, d);
       w.endArray().endObject();
       std::cout << w.str() << "\n";
     } else {
       printTable(*l);
+      if (!nbds.empty()) {
+        std::printf("\n%-12s %-7s %7s %6s %3s %2s %s\n", "NAME", "BACKEND", "WORKERS", "QDEPTH",
+                    "DIO", "RO", "OWNER  SERVER  BACK-FILE");
+        printBlockRows(nbds);
+      }
     }
     return 0;
   }

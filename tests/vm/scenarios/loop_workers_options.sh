@@ -28,6 +28,12 @@ if msg=$(cxl set "$dev" --workers 4 2>&1); then cxvm_fail "workers on a kernel l
 grep -q "no worker count" <<<"$msg" || cxvm_fail "unclear error: $msg"
 cxvm_log "ok: refused: $msg"
 cxl detach "$dev" >/dev/null || cxvm_fail detach
+# nr_requests survives a detach in the kernel: the next device must not inherit it.
+cxl_expect "kernel keeps nr_requests after detach" "$(cxl_sys "$dev" queue/nr_requests)" 8
+dev2=$(cxl add "$img") || cxvm_fail "add after queue depth"
+cxl_expect "same loop device reused" "$dev2" "$dev"
+cxl_expect "default depth restored" "$(cxl_sys "$dev2" queue/nr_requests)" "$hw"
+cxl detach "$dev2" >/dev/null || cxvm_fail detach
 
 for bad in 0 17 -1 four 4x ""; do
 	if msg=$(cxl add --backend nbd --workers "$bad" "$img" 2>&1); then cxvm_fail "--workers '$bad' accepted"; fi
