@@ -653,4 +653,91 @@ TEST_F(DbusLoop, TheServerLeaksNoFileDescriptors) {
   EXPECT_LE(openFds().size(), before + 4) << "bounded, not one per call";
 }
 
+// A real non-root caller (setpriv to nobody) on a system-type bus with the shipped policy
+// (packaging/org.cxiosync1.conf) and no polkit: the uid comes from the bus driver, not from
+// a test override. nobody opens the image itself (read-only: it may read it) and is refused.
+TEST_F(DbusLoop, ARealNobodyCallerIsRefusedOnTheSystemPolicyBus) {
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no setpriv";
+  std::string dir = fs::path(env().runDir).parent_path() / "sysbus";
+  fs::create_directories(dir);
+  std::string conf = dir + "/system.conf";
+  std::ofstream(conf)
+      << R"(<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=)"
+      << dir << R"(/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+  </policy>
+  <include>)"
+      << kDir << R"(/../../packaging/org.cxiosync1.conf</include>
+</busconfig>
+)";
+  int busOut;
+  pid_t bus =
+      spawn({"/usr/bin/dbus-daemon", "--config-file=" + conf, "--print-address=1", "--nofork"},
+            &busOut, nullptr);
+  std::string address = readLine(busOut, 10s);
+  ASSERT_FALSE(address.empty());
+  chmod((dir + "/bus").c_str(), 0777);
+  chmod(dir.c_str(), 0755);
+  int srvOut;
+  pid_t srv =
+      spawn({kServer, "--address=" + address, "--loop-run-dir=" + env().runDir}, &srvOut, nullptr);
+  auto client = dbus::Client::connect(dbus::BusTarget::at(address));
+  bool up = false;
+  for (int i = 0; i < 400 && !up; ++i) {
+    up = client->daemonRunning();
+    if (!up) std::this_thread::sleep_for(25ms);
+  }
+  std::string img = image("nobody-real.img");
+  chmod(img.c_str(), 0644);
+  const auto loopsBefore = boundLoops();
+  bool probed = false;
+  auto asNobody = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",    "--clear-groups", "--", kCtl,
+        "--bus=" + address, "--no-pager",    "--no-ask-password"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+  };
+  if (up) {
+    auto probe = asNobody({"--version", "-q"});
+    probed = probe.rc == 0;
+    if (probed) {
+      auto r = asNobody({"loop", "add", img, "--read-only"});
+      EXPECT_EQ(r.rc, 4) << r.err;
+      EXPECT_NE(r.err.find("uid 65534"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("org.cxiosync1.loop-setup"), std::string::npos) << r.err;
+      auto rw = asNobody({"loop", "add", img});  // nobody cannot open it read-write
+      EXPECT_EQ(rw.rc, 4) << rw.err;
+      EXPECT_NE(rw.err.find("Cannot open"), std::string::npos) << rw.err;
+      EXPECT_EQ(asNobody({"loop", "list", "--all"}).rc, 0) << "reads stay open";
+      EXPECT_EQ(boundLoops(), loopsBefore);
+    }
+  }
+  kill(srv, SIGTERM);
+  kill(bus, SIGTERM);
+  int st;
+  waitpid(srv, &st, 0);
+  waitpid(bus, &st, 0);
+  close(srvOut);
+  close(busOut);
+  ASSERT_TRUE(up) << "server did not start on the system-policy bus";
+  if (!probed) GTEST_SKIP() << "nobody cannot run " << kCtl;
+}
+
 }  // namespace
