@@ -147,6 +147,16 @@ std::map<std::string, std::string> boundLoops() {
   return out;
 }
 
+// Whether `name` is unbound within a few seconds: udev (blkid) may hold a new device open for
+// a moment, and a detach of a device in use completes on its last close.
+bool goneSoon(const std::string& name) {
+  for (int i = 0; i < 150; ++i) {
+    if (!boundLoops().count(name)) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 std::string sysLoop(const std::string& name, const std::string& file) {
   return slurp("/sys/block/" + name + "/loop/" + file);
 }
@@ -414,8 +424,11 @@ TEST_F(DbusLoop, AddListShowSetDetachThroughTheCli) {
 
   auto det = ctl({"loop", "detach", name, "--json=short"});
   ASSERT_EQ(det.rc, 0) << det.err;
-  EXPECT_EQ(det.out, "{\"device\":\"/dev/" + name + "\",\"detached\":true,\"lazy\":false}\n");
-  EXPECT_EQ(boundLoops().count(name), 0u);
+  // lazy only when something (udev's blkid) still holds the device: then it goes on close.
+  EXPECT_TRUE(det.out == "{\"device\":\"/dev/" + name + "\",\"detached\":true,\"lazy\":false}\n" ||
+              det.out == "{\"device\":\"/dev/" + name + "\",\"detached\":false,\"lazy\":true}\n")
+      << det.out;
+  EXPECT_TRUE(goneSoon(name));
   EXPECT_EQ(ctl({"loop", "show", name}).rc, 1) << "gone";
   EXPECT_TRUE(env().serverAlive());
 }
@@ -468,7 +481,7 @@ TEST_F(DbusLoop, PropertiesAndIntrospectionOfALoopObject) {
     EXPECT_NE(l.find("in options:a{sv}"), std::string::npos) << l;
   }
   EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
-  EXPECT_EQ(boundLoops().count(name), 0u);
+  EXPECT_TRUE(goneSoon(name));
 }
 
 TEST_F(DbusLoop, AReadOnlyFdYieldsAReadOnlyDevice) {
@@ -579,7 +592,7 @@ TEST_F(DbusLoop, ForeignDevicesNeedRootWithForce) {
   EXPECT_NE(refused.err.find("not set up by cxiosync"), std::string::npos) << refused.err;
   EXPECT_EQ(boundLoops().count(name), 1u);
   EXPECT_EQ(ctl({"loop", "detach", name, "--force"}).rc, 0);
-  EXPECT_EQ(boundLoops().count(name), 0u);
+  EXPECT_TRUE(goneSoon(name));
 }
 
 TEST_F(DbusLoop, ANonRootCallerIsRefused) {
@@ -609,7 +622,7 @@ TEST_F(DbusLoop, ANonRootCallerIsRefused) {
   env().stopServer();
   serve({"--as-uid=65534", "--polkit=allow"});
   EXPECT_EQ(ctl({"loop", "detach", name}).rc, 0) << "polkit said yes";
-  EXPECT_EQ(boundLoops().count(name), 0u);
+  EXPECT_TRUE(goneSoon(name));
 }
 
 TEST_F(DbusLoop, TheReturnedHandleKeepsAnAutoclearDevice) {
