@@ -45,7 +45,8 @@ mount --move /dev /newroot/dev
 # the 9p root is slow under TCG). A systemd stage 2 would accept these as they are.
 n=/newroot
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs $n/run || die "tmpfs /run"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs $n/tmp || die "tmpfs /tmp"
+# /tmp stays the overlay's (host /tmp read-only below, guest tmpfs above): a checkout or
+# build dir under the host's /tmp (CI may clone there) must stay visible to the guest.
 mkdir -p $n/dev/pts $n/dev/shm $n/run/cxvm
 mount -t devpts -o gid=5,mode=620 devpts $n/dev/pts
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs $n/dev/shm
