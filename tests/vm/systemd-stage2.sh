@@ -17,6 +17,9 @@ here=${0%/*}
 # Same image: a policy-rc.d that forbids starting services (101) would stop dpkg's
 # postinst from starting units; a real system has none.
 [ -e /usr/sbin/policy-rc.d ] && rm -f /usr/sbin/policy-rc.d
+# systemd-tmpfiles --boot empties /tmp (tmp.conf: "D /tmp"), and the checkout or build dir
+# may live under the host's /tmp (CI clones anywhere): keep /tmp as it is.
+mkdir -p /etc/tmpfiles.d && echo 'd /tmp 1777 root root -' >/etc/tmpfiles.d/tmp.conf
 mkdir -p /run/systemd/system || echo "cxvm stage2: cannot create /run/systemd/system"
 cat >/run/systemd/system/cxvm.target <<UNIT
 [Unit]
