@@ -27,8 +27,15 @@ echo "cgroups: [this is not: valid" >"$CXD_CFG/cxiosync.yaml"
 kill -HUP "$CXD_PID"
 for _ in $(seq 100); do grep -q 'configuration not reloaded' "$CXD_LOG" && break; sleep 0.05; done
 grep 'configuration not reloaded' "$CXD_LOG" || cxvm_fail "bad config not reported"
-reloading=$(grep -c 'RELOADING=1' "$CXD_NOTIFY_LOG")
-readies=$(grep -c 'READY=1' "$CXD_NOTIFY_LOG")
+# The inotify-triggered reload may still be in flight: count from one copy of the log, and
+# give an unfinished RELOADING=1 a moment to get its READY=1.
+for _ in $(seq 40); do
+	notes=$(cat "$CXD_NOTIFY_LOG")
+	reloading=$(echo "$notes" | grep -c 'RELOADING=1')
+	readies=$(echo "$notes" | grep -c 'READY=1')
+	[ "$readies" -eq $((reloading + 1)) ] && break
+	sleep 0.1
+done
 # Two SIGHUPs, plus the inotify-triggered reload of the config directory after the edit.
 [ "$reloading" -ge 2 ] || cxvm_fail "expected >= 2 RELOADING=1, got $reloading"
 [ "$readies" -eq $((reloading + 1)) ] || cxvm_fail "expected $((reloading + 1)) READY=1, got $readies"
