@@ -15,10 +15,8 @@ sizes=${DEMO_SIZES:-8,16,32}
 modes=unlimited,limited,cxiosyncd
 build=$src/build
 
-# What the demo needs built. Nothing yet: the columns so far use only the kernel.
-# The "with cxiosyncd" column: add cxiosyncd here and `cxiosyncd` to modes (the VM mode
-# itself lives in tests/vm/scenarios/sync_inversion.sh; the column title is in
-# tests/bench/sync_inversion).
+# What the demo needs built: the daemon for the "with cxiosyncd" column (its VM mode lives
+# in tests/vm/scenarios/sync_inversion.sh; the column title in tests/bench/sync_inversion).
 targets=(cxiosyncd)
 if [ ${#targets[@]} -gt 0 ]; then
 	echo "== building ${targets[*]}"
