@@ -1,5 +1,7 @@
 #include "dbus/validate.h"
 
+#include "policy/quote.h"
+
 #include <cerrno>
 #include <limits>
 
@@ -9,24 +11,6 @@ namespace {
 
 Error invalid(std::string message) {
   return makeError(std::move(message), EINVAL);
-}
-
-std::string printable(std::string_view text) {
-  constexpr size_t kShown = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kShown) out += "...";
-  return out + "'";
 }
 
 }  // namespace
@@ -41,7 +25,7 @@ Result<CgroupPath> parseCgroupArg(std::string_view text) {
 Result<BoostPermission> parseBoostPermission(std::string_view text) {
   if (text == "allow") return BoostPermission::Allow;
   if (text == "deny") return BoostPermission::Deny;
-  return invalid("boost policy " + printable(text) + " is not one of: allow, deny");
+  return invalid("boost policy " + quoteForMessage(text) + " is not one of: allow, deny");
 }
 
 const char* boostPermissionName(BoostPermission p) {
@@ -49,7 +33,7 @@ const char* boostPermissionName(BoostPermission p) {
 }
 
 Result<uint64_t> parseBandwidth(std::string_view text) {
-  const std::string what = "bandwidth " + printable(text);
+  const std::string what = "bandwidth " + quoteForMessage(text);
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   if (digits == 0) {
@@ -122,7 +106,7 @@ Result<MethodOptions> parseMethodOptions(const std::map<std::string, std::string
     } else if (key == "runtime" && allowRuntime) {
       target = &out.runtime;
     } else {
-      return invalid("unknown option " + printable(key) + " for this method");
+      return invalid("unknown option " + quoteForMessage(key) + " for this method");
     }
     if (sig != "b") {
       return invalid("option '" + key + "' must be a boolean (b), got type '" + sig + "'");

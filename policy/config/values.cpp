@@ -1,5 +1,7 @@
 #include "policy/config/values.h"
 
+#include "policy/quote.h"
+
 #include <array>
 #include <charconv>
 #include <limits>
@@ -29,28 +31,9 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// Printable, bounded quoting for error messages (hostile input stays readable).
-std::string quote(std::string_view text) {
-  constexpr size_t kShown = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kShown) out += "...";
-  out += "'";
-  return out;
-}
-
 Error invalid(std::string_view text, std::string_view expected) {
-  return makeError("invalid value " + quote(text) + ": expected " + std::string(expected));
+  return makeError("invalid value " + quoteForMessage(text) + ": expected " +
+                   std::string(expected));
 }
 
 bool isDigit(char c) {
@@ -140,7 +123,7 @@ Result<uint64_t> parseBytes(std::string_view text, uint64_t letterBase, bool rat
     for (size_t i = 0; i < power; ++i) mult *= base;
   }
   uint64_t out = 0;
-  if (!scale(n, mult, out)) return makeError("value " + quote(text) + " is too large");
+  if (!scale(n, mult, out)) return makeError("value " + quoteForMessage(text) + " is too large");
   return out;
 }
 
@@ -235,7 +218,7 @@ Result<int64_t> parseTimespanMs(std::string_view text, int64_t bareUnitMs) {
     uint64_t ms = 0;
     if (!scale(n, static_cast<uint64_t>(unitMs), ms) ||
         ms > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - totalMs) {
-      return makeError("time span " + quote(text) + " is too large");
+      return makeError("time span " + quoteForMessage(text) + " is too large");
     }
     totalMs += ms;
     s = trim(s);
@@ -250,11 +233,12 @@ Result<std::chrono::seconds> wholeSeconds(std::string_view text, int64_t min, in
   auto ms = parseTimespanMs(text, 1000);
   if (!ms) return ms.error();
   if (*ms % 1000 != 0) {
-    return makeError(std::string(what) + " " + quote(text) + " is not a whole number of seconds");
+    return makeError(std::string(what) + " " + quoteForMessage(text) +
+                     " is not a whole number of seconds");
   }
   int64_t sec = *ms / 1000;
   if (sec < min || sec > max) {
-    return makeError(std::string(what) + " " + quote(text) + " is out of range (" +
+    return makeError(std::string(what) + " " + quoteForMessage(text) + " is out of range (" +
                      std::to_string(min) + "s.." + std::to_string(max) + "s)");
   }
   return std::chrono::seconds(sec);
@@ -275,8 +259,8 @@ Result<uint32_t> parseBudgetPercent(std::string_view text) {
     return invalid(text, "a percentage such as 25 or 25%");
   }
   if (v < kMinBudgetPercent || v > kMaxBudgetPercent) {
-    return makeError("budget percentage " + quote(text) + " is out of range (1..100; use " +
-                     "boost: deny to never boost)");
+    return makeError("budget percentage " + quoteForMessage(text) +
+                     " is out of range (1..100; use " + "boost: deny to never boost)");
   }
   return v;
 }
@@ -321,7 +305,7 @@ Result<std::chrono::milliseconds> parsePollInterval(std::string_view text) {
   auto ms = parseTimespanMs(text, 1);
   if (!ms) return ms.error();
   if (*ms < kMinPollIntervalMs || *ms > kMaxPollIntervalMs) {
-    return makeError("poll interval " + quote(text) + " is out of range (" +
+    return makeError("poll interval " + quoteForMessage(text) + " is out of range (" +
                      std::to_string(kMinPollIntervalMs) + "ms.." +
                      std::to_string(kMaxPollIntervalMs) + "ms)");
   }
@@ -332,7 +316,7 @@ Result<uint64_t> parseMinDirtyBytes(std::string_view text) {
   auto v = parseSize(text);
   if (!v) return v.error();
   if (*v > kMaxMinDirtyBytes) {
-    return makeError("size " + quote(text) + " is out of range (0..1TiB)");
+    return makeError("size " + quoteForMessage(text) + " is out of range (0..1TiB)");
   }
   return *v;
 }
@@ -404,7 +388,7 @@ Status setPolicyKnob(PolicySettings& settings, std::string_view knob, std::strin
     if (!v) return v.error();
     settings.boostBudget = Sourced<BoostBudget>{*v, source};
   } else {
-    return makeError("unknown policy knob " + quote(knob) +
+    return makeError("unknown policy knob " + quoteForMessage(knob) +
                      " (expected sync_isolation, boost, boost_ceiling, max_boost_seconds or "
                      "boost_budget)");
   }

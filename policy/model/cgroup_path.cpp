@@ -1,30 +1,8 @@
 #include "policy/model/cgroup_path.h"
 
+#include "policy/quote.h"
+
 namespace cxiosync {
-
-namespace {
-
-std::string quoted(std::string_view text) {
-  // Error messages must stay printable even for hostile input.
-  constexpr size_t kShown = 64;
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kShown) out += "...";
-  out += "'";
-  return out;
-}
-
-}  // namespace
 
 Result<CgroupPath> CgroupPath::parse(std::string_view text) {
   if (text.size() > kMaxPathLength) {
@@ -41,18 +19,18 @@ Result<CgroupPath> CgroupPath::parse(std::string_view text) {
     pos = slash + 1;
     if (comp.empty()) continue;  // leading, trailing or doubled slash
     if (comp == "." || comp == "..") {
-      return makeError("cgroup path " + quoted(text) + ": component '" + std::string(comp) +
-                       "' is not allowed");
+      return makeError("cgroup path " + quoteForMessage(text) + ": component '" +
+                       std::string(comp) + "' is not allowed");
     }
     if (comp.size() > kMaxNameLength) {
-      return makeError("cgroup path " + quoted(text) + ": component longer than " +
+      return makeError("cgroup path " + quoteForMessage(text) + ": component longer than " +
                        std::to_string(kMaxNameLength) + " bytes");
     }
     for (char ch : comp) {
       auto c = static_cast<unsigned char>(ch);
-      if (c == 0) return makeError("cgroup path " + quoted(text) + ": contains NUL");
+      if (c == 0) return makeError("cgroup path " + quoteForMessage(text) + ": contains NUL");
       if (c < 0x20 || c == 0x7f) {
-        return makeError("cgroup path " + quoted(text) + ": contains a control character");
+        return makeError("cgroup path " + quoteForMessage(text) + ": contains a control character");
       }
     }
     if (!rel.empty()) rel += '/';
