@@ -64,28 +64,117 @@ void SnapshotBuilder::walk(const CgroupDir& dir, int depth) {
 }
 
 Status SnapshotBuilder::rescan(TimePoint now) {
+  bool scheduled = nextRescan_ == TimePoint{} || now >= nextRescan_;
+  auto root = cgroups_.openDir(CgroupPath{});
+  if (!root) return root.error();
+  // Read before the walk: a cgroup created during the walk makes the next check differ.
+  auto nd = cgroups_.readNrDescendants(*root);
+  walkDescendants_ = nd ? *nd : std::nullopt;
+  std::map<CgroupPath, uint64_t> before = std::move(pathInodes_);
   limited_.clear();
   inodes_.clear();
   pathInodes_.clear();
   children_.clear();
   walked_ = 0;
-  auto root = cgroups_.openDir(CgroupPath{});
-  if (!root) return root.error();
   walk(*root, 0);
+  root_.emplace(std::move(*root));
   if (sys_) devices_ = sys_->buildStack();
+
+  // Young: cgroups this walk is the first to see (not at the very first walk: everything
+  // is new then, and was configured before the daemon started). Kept while still there
+  // (same inode) and not expired.
+  if (walks_ > 0) {
+    for (const auto& [path, ino] : pathInodes_) {
+      auto b = before.find(path);
+      if (b == before.end() || b->second != ino)
+        young_[path] = Young{ino, now + options_.newCgroupWatch};
+    }
+  }
+  for (auto it = young_.begin(); it != young_.end();) {
+    auto p = pathInodes_.find(it->first);
+    bool keep = p != pathInodes_.end() && p->second == it->second.inode && now < it->second.until;
+    it = keep ? std::next(it) : young_.erase(it);
+  }
+  // What the syncers named and this walk did not find will not trigger again until the
+  // next scheduled walk (which forgets the list: bounded memory, a late cgroup still found).
+  if (scheduled) {
+    unresolvedInodes_.clear();
+    unresolvedPaths_.clear();
+  } else {
+    ++triggeredWalks_;
+  }
+  for (uint64_t ino : askedInodes_) {
+    if (!inodes_.count(ino)) unresolvedInodes_.insert(ino);
+  }
+  for (const auto& p : askedPaths_) {
+    if (!pathInodes_.count(p)) unresolvedPaths_.insert(p);
+  }
+  askedInodes_.clear();
+  askedPaths_.clear();
+
+  ++walks_;
+  lastWalk_ = now;
+  rescanWanted_ = false;
   nextRescan_ = now + options_.treeRescanInterval;
   return Ok{};
 }
 
+bool SnapshotBuilder::treeChanged() const {
+  if (!root_ || !walkDescendants_) return false;
+  auto nd = cgroups_.readNrDescendants(*root_);
+  return nd && *nd && **nd != *walkDescendants_;
+}
+
+bool SnapshotBuilder::noteSyncers(const std::vector<Syncer>& syncers, TimePoint now) {
+  if (walks_ == 0) return false;  // the first refresh walks anyway
+  for (const auto& sy : syncers) {
+    if (!pathInodes_.count(sy.cgroup) && !unresolvedPaths_.count(sy.cgroup)) {
+      askedPaths_.insert(sy.cgroup);
+      rescanWanted_ = true;
+    }
+    for (const auto& w : sy.waitsOn) {
+      if (!inodes_.count(w.first) && !unresolvedInodes_.count(w.first)) {
+        askedInodes_.insert(w.first);
+        rescanWanted_ = true;
+      }
+    }
+  }
+  return rescanWanted_ && now >= lastWalk_ + options_.minRescanGap;
+}
+
 Status SnapshotBuilder::refresh(TimePoint now) {
-  if (nextRescan_ == TimePoint{} || now >= nextRescan_) {
+  bool due = nextRescan_ == TimePoint{} || now >= nextRescan_;
+  if (!due && !rescanWanted_ && treeChanged()) rescanWanted_ = true;
+  if (!due && rescanWanted_ && now >= lastWalk_ + options_.minRescanGap) due = true;
+  if (due) {
     if (auto st = rescan(now); !st) return st;
   }
   states_.clear();
   anyLimitedDirty_ = false;
   bool sawGone = false;
 
-  // Fresh io.max of every cgroup that had a line at the last walk.
+  // Young cgroups: a limit written after the walk found them becomes known here, and they
+  // are then tracked like any limited cgroup (the loop below reads them again).
+  for (auto it = young_.begin(); it != young_.end();) {
+    if (now >= it->second.until) {
+      it = young_.erase(it);
+      continue;
+    }
+    if (limited_.count(it->first)) {
+      ++it;
+      continue;
+    }
+    auto dir = cgroups_.openDirExpecting(it->first, it->second.inode);
+    if (!dir) {
+      it = young_.erase(it);  // removed: cgroup.stat tells the next refresh
+      continue;
+    }
+    auto io = cgroups_.readIoMax(*dir);
+    if (io && *io && !(*io)->empty()) limited_[it->first] = std::move(**io);
+    ++it;
+  }
+
+  // Fresh io.max of every cgroup that had a line at the last walk (or got one since).
   for (auto it = limited_.begin(); it != limited_.end();) {
     auto dir = cgroups_.openDirExpecting(it->first, pathInodes_[it->first]);
     if (!dir) {
@@ -171,7 +260,7 @@ Status SnapshotBuilder::refresh(TimePoint now) {
       states_[a] = std::move(cs);
     }
   }
-  if (sawGone) invalidate();
+  if (sawGone) rescanWanted_ = true;
   return Ok{};
 }
 
@@ -206,6 +295,9 @@ Snapshot SnapshotBuilder::assemble(std::vector<Syncer> syncers, TimePoint now) c
 
 Result<Snapshot> SnapshotBuilder::build(std::vector<Syncer> syncers, TimePoint now) {
   if (auto st = refresh(now); !st) return st.error();
+  if (noteSyncers(syncers, now)) {
+    if (auto st = refresh(now); !st) return st.error();
+  }
   return assemble(std::move(syncers), now);
 }
 
@@ -241,7 +333,13 @@ Sensors::~Sensors() {
 Result<Snapshot> Sensors::tick(TimePoint now) {
   if (auto st = builder_->refresh(now); !st) return st.error();
   if (auto st = detector_->tick(builder_->anyLimitedDirty()); !st) return st.error();
-  return builder_->assemble(detector_->syncers(), now);
+  auto syncers = detector_->syncers();
+  // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
+  // already holds it and its limit.
+  if (builder_->noteSyncers(syncers, now)) {
+    if (auto st = builder_->refresh(now); !st) return st.error();
+  }
+  return builder_->assemble(std::move(syncers), now);
 }
 
 }  // namespace cxiosync

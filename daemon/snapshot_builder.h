@@ -6,7 +6,29 @@
 // rebuilt then too. Every build() (each tick) re-reads io.max and memory.stat only of the
 // cgroups that matter: those with a finite write limit (wbps/wiops) and their descendants
 // (effective limit finite), plus their ancestors and the syncers' cgroups + ancestors
-// (io.max only). Idle cost with no limits anywhere: nothing per tick.
+// (io.max only). Idle cost with no limits anywhere: one read of the root's cgroup.stat per
+// tick.
+//
+// Cgroups created between walks (a transient unit with its own IOWriteBandwidthMax=, a
+// mkdir + io.max write) are learnt within about a second, not at the next 30 s walk:
+//   - tree changed: the root's cgroup.stat nr_descendants differs from its value at the
+//     last walk (mkdir or rmdir anywhere below; one small read per tick, both detectors);
+//   - a syncer's cgroup, or a cgroup inode a syncer waits on (tracefs writeback_queue
+//     cgroup_ino=N), is unknown (catches what the count misses: a create + a remove
+//     between two ticks). An inode or path a walk already failed to find (a removed
+//     cgroup whose writeback is still in flight, a cgroup outside --cgroup-root) does not
+//     trigger again until the next scheduled walk;
+//   - a removed cgroup was seen (gone error).
+// Such triggered walks run at most once per `minRescanGap` (a storm of unknown inodes or
+// constant cgroup churn cannot make the daemon walk continuously). A cgroup is usually
+// created first and limited a moment later (systemd: mkdir, then io.max, then attach), so
+// a walk may find it still unlimited: cgroups that are new at a walk are "young" for
+// `newCgroupWatch` and their io.max is re-read every refresh until then (cost: one read
+// per young cgroup per tick, bounded by the creation rate). Without this, a procfs
+// detector would never look (its scan is gated on anyLimitedDirty(), which only knows
+// limits the builder has seen), and tracefs would name an inode with no known limit.
+// A limit added later to an old, unlimited cgroup is still learnt at the next scheduled
+// walk only.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -28,6 +50,12 @@ namespace cxiosync {
 
 struct SnapshotBuilderOptions {
   std::chrono::milliseconds treeRescanInterval{30000};
+  // Triggered walks (tree changed, unknown syncer cgroup or inode, gone cgroup): at most
+  // one per this gap.
+  std::chrono::milliseconds minRescanGap{1000};
+  // A cgroup first seen by a walk (not the first one) has its io.max re-read every refresh
+  // for this long.
+  std::chrono::milliseconds newCgroupWatch{30000};
   uint64_t minDirtyBytes = 1 << 20;
 };
 
@@ -43,12 +71,19 @@ class SnapshotBuilder {
   // Forces a full walk at the next build() (cgroup created/removed, limits changed).
   void invalidate() { nextRescan_ = TimePoint{}; }
 
-  // Snapshot for the planner = refresh(now) + assemble(syncers, now).
+  // Snapshot for the planner = refresh(now) + noteSyncers() (+ refresh(now) again when it
+  // asks for a walk) + assemble(syncers, now).
   Result<Snapshot> build(std::vector<Syncer> syncers, TimePoint now);
-  // Re-reads io.max of the limited cgroups and memory.stat of their subtrees (skipping a
-  // subtree whose top holds less than minDirtyBytes: memory.stat is hierarchical). Runs
-  // rescan() when due. Gone cgroups are dropped silently (and trigger a rescan).
+  // Re-reads io.max of the limited and young cgroups and memory.stat of the limited
+  // subtrees (skipping a subtree whose top holds less than minDirtyBytes: memory.stat is
+  // hierarchical). Runs rescan() when due: scheduled, invalidated, or triggered (tree
+  // changed, noteSyncers(), gone cgroups) and minRescanGap since the last walk. Gone
+  // cgroups are dropped silently (and trigger a rescan).
   Status refresh(TimePoint now);
+  // Requests a walk when a syncer's cgroup or a cgroup inode in its waitsOn is unknown to
+  // the last walk. True when refresh(now) would walk now (the caller refreshes again before
+  // assemble(), so this tick's snapshot already knows the new cgroup).
+  bool noteSyncers(const std::vector<Syncer>& syncers, TimePoint now);
   // Snapshot from the last refresh() plus the syncers (their cgroups and ancestors are
   // added with their io.max; fd-syscall target devices are mapped to whole disks).
   Snapshot assemble(std::vector<Syncer> syncers, TimePoint now) const;
@@ -59,10 +94,17 @@ class SnapshotBuilder {
   // cgroup directory inode -> path, for every cgroup seen by the last walk.
   std::optional<CgroupPath> pathOfInode(uint64_t ino) const;
   size_t cgroupsWalked() const { return walked_; }
+  // Full walks so far, and how many of them were triggered (not scheduled/invalidated).
+  uint64_t walks() const { return walks_; }
+  uint64_t triggeredWalks() const { return triggeredWalks_; }
+  // Cgroups currently watched as young (their io.max re-read every refresh).
+  size_t youngCgroups() const { return young_.size(); }
   const DeviceStack& devices() const { return devices_; }
 
  private:
   void walk(const CgroupDir& dir, int depth);
+  // One read of the root's cgroup.stat: true when nr_descendants differs from the walk's.
+  bool treeChanged() const;
   const CgroupFs& cgroups_;
   const SysBlock* sys_;
   SnapshotBuilderOptions options_;
@@ -76,6 +118,20 @@ class SnapshotBuilder {
   DeviceStack devices_;
   bool anyLimitedDirty_ = false;
   size_t walked_ = 0;
+  // Triggered rescans.
+  std::optional<CgroupDir> root_;            // kept open for the cgroup.stat reads
+  std::optional<uint64_t> walkDescendants_;  // root's nr_descendants read before the walk
+  TimePoint lastWalk_{};
+  bool rescanWanted_ = false;
+  uint64_t walks_ = 0;
+  uint64_t triggeredWalks_ = 0;
+  struct Young {
+    uint64_t inode = 0;
+    TimePoint until{};
+  };
+  std::map<CgroupPath, Young> young_;
+  std::set<uint64_t> askedInodes_, unresolvedInodes_;
+  std::set<CgroupPath> askedPaths_, unresolvedPaths_;
 };
 
 // The injectable roots (--cgroup-root, --proc-root, --sys-root, --tracefs-root).

@@ -117,6 +117,25 @@ Result<std::optional<std::vector<IoMaxEntry>>> CgroupFs::readIoMax(const CgroupD
   return readOptional<std::vector<IoMaxEntry>>(*this, dir, cgfile::kIoMax, parseIoMax);
 }
 
+std::optional<uint64_t> parseNrDescendants(std::string_view text) {
+  // cgroup.stat is the same flat "KEY VALUE" format as memory.stat (cgroup_stat_show prints
+  // "%s %d\n" lines), so memory.stat's strict parser reads it.
+  auto kv = parseMemoryStat(text);
+  if (!kv) return std::nullopt;
+  auto it = kv->values.find("nr_descendants");
+  if (it == kv->values.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<std::optional<uint64_t>> CgroupFs::readNrDescendants(const CgroupDir& dir) const {
+  auto text = readRaw(dir, cgfile::kCgroupStat);
+  if (!text) {
+    if (text.error().code == ENOENT && dirStillThere(dir.fd())) return std::optional<uint64_t>{};
+    return text.error();
+  }
+  return parseNrDescendants(*text);
+}
+
 Result<std::vector<IoStatEntry>> CgroupFs::readIoStat(const CgroupDir& dir) const {
   auto text = readRaw(dir, cgfile::kIoStat);
   if (!text) return text.error();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/kernel/fs.h"
@@ -29,6 +30,7 @@ inline constexpr const char* kCgroupControllers = "cgroup.controllers";
 inline constexpr const char* kSubtreeControl = "cgroup.subtree_control";
 inline constexpr const char* kCgroupProcs = "cgroup.procs";
 inline constexpr const char* kCgroupThreads = "cgroup.threads";
+inline constexpr const char* kCgroupStat = "cgroup.stat";
 }  // namespace cgfile
 
 inline constexpr const char* kDefaultCgroupRoot = "/sys/fs/cgroup";
@@ -78,6 +80,10 @@ class CgroupFs {
   virtual Result<std::vector<IoStatEntry>> readIoStat(const CgroupDir& dir) const;
   virtual Result<std::optional<MemoryStat>> readMemoryStat(const CgroupDir& dir) const;
   virtual Result<CgroupEvents> readCgroupEvents(const CgroupDir& dir) const;
+  // cgroup.stat nr_descendants: live cgroups below `dir` (4.14+; on the root too). mkdir
+  // and rmdir anywhere below change it at once, so one small read tells whether the tree
+  // changed since a walk. nullopt when the file is absent or has no such line.
+  Result<std::optional<uint64_t>> readNrDescendants(const CgroupDir& dir) const;
   // Raw text of a control file (for diagnostics).
   Result<std::string> readRaw(const CgroupDir& dir, const char* file) const;
 
@@ -98,6 +104,10 @@ class CgroupFs {
   UniqueFd rootFd_;
   std::string root_;
 };
+
+// cgroup.stat text ("nr_descendants N" among other "key value" lines) -> N; nullopt when
+// there is no well-formed nr_descendants line. Pure.
+std::optional<uint64_t> parseNrDescendants(std::string_view cgroupStat);
 
 // True when every key `written` holds matches `actual` (absent line = all keys max).
 bool ioMaxReadsBackAs(const IoMaxEntry& written, const std::optional<IoMaxEntry>& actual);
