@@ -13,6 +13,7 @@
 #include "dbus/ctl/loop_cli.h"
 #include "dbus/ctl/polkit_agent.h"
 #include "dbus/ctl/render.h"
+#include "dbus/ctl/systemd_units.h"
 #include "dbus/ctl/unit_name.h"
 #include "dbus/validate.h"
 #include "policy/config/yaml_config.h"
@@ -129,12 +130,19 @@ dbus::Client& Runner::client() {
 }
 
 Result<ResolvedCgroup> Runner::cgroupArg(const std::string& arg) const {
-  auto r = resolveCgroupArg(arg);
-  if (r && r->assumed && !opt_.quiet) {
-    io_.err("Note: assuming " + arg + " is in the default slice: " + r->path +
-            " (pass a cgroup path if it is elsewhere)\n");
-  }
+  // systemd (the system manager) places the units of the daemon on the system bus; a daemon on
+  // another bus (tests, a development instance over a fake tree) gets the pure mapping.
+  std::unique_ptr<UnitLookup> systemd;
+  if (opt_.bus.kind == dbus::BusTarget::Kind::System) systemd = systemdUnitLookup();
+  auto r = resolveCgroupArg(arg, systemd.get());
+  if (r && !r->note.empty() && !opt_.quiet) io_.err(r->note + "\n");
   return r;
+}
+
+// A CG argument that could not be resolved: EINVAL is a bad argument (2); a unit without a
+// cgroup (not active, not found) or a systemd failure is a failure (1), as NoSuchCgroup is.
+int cgroupArgExit(const Error& e) {
+  return e.code == EINVAL ? kExitInvalidArgs : kExitFailure;
 }
 
 int Runner::run() {
@@ -214,7 +222,7 @@ int Runner::list() {
 
 int Runner::show() {
   auto cg = cgroupArg(inv_.args[0]);
-  if (!cg) return fail(kExitInvalidArgs, cg.error().message);
+  if (!cg) return fail(cgroupArgExit(cg.error()), cg.error().message);
   auto info = client().showCgroup(cg->path);
   if (json()) {
     Json j = cgroupJson(info);
@@ -231,7 +239,7 @@ int Runner::show() {
 int Runner::change() {
   const std::string& v = inv_.verb;
   auto cg = cgroupArg(inv_.args[0]);
-  if (!cg) return fail(kExitInvalidArgs, cg.error().message);
+  if (!cg) return fail(cgroupArgExit(cg.error()), cg.error().message);
   if (opt_.runtime && v == "reset") {
     return fail(kExitInvalidArgs, "--runtime does not apply to reset (it drops both layers)");
   }
@@ -399,7 +407,8 @@ std::string usage() {
   for (const char* v : order) out += "  " + std::string(verbs().at(v).synopsis) + "\n";
   out += loopUsage();
   out +=
-      "\nCG is a cgroup path (/backup.slice) or a unit name (backup.slice, a-b.slice).\n\n"
+      "\nCG is a cgroup path (/backup.slice) or a unit name: a slice (backup.slice,\n"
+      "a-b.slice), or a service or scope (foo.service: its cgroup, asked from systemd).\n\n"
       "Options:\n"
       "  -h --help                 Show this help\n"
       "     --version              Same as the version command\n"

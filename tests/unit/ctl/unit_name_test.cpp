@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <map>
+#include <vector>
+
 namespace cxiosync::ctl {
 namespace {
 
@@ -42,6 +46,169 @@ TEST(UnitName, ServicesAndScopesAssumeTheDefaultSlice) {
   EXPECT_TRUE(resolveCgroupArg("backup.service")->assumed);
   EXPECT_EQ(resolve("getty@tty1.service"), "/system.slice/getty@tty1.service");
   EXPECT_FALSE(resolveCgroupArg("a b.service"));
+}
+
+TEST(UnitName, EscapesLikeSystemd) {
+  EXPECT_EQ(cgroupEscape("foo.service"), "foo.service");
+  EXPECT_EQ(cgroupEscape("io.service"), "_io.service");
+  EXPECT_EQ(cgroupEscape("memory.slice"), "_memory.slice");
+  EXPECT_EQ(cgroupEscape("bpf-firewall.scope"), "_bpf-firewall.scope");
+  EXPECT_EQ(cgroupEscape("_x.service"), "__x.service");
+  EXPECT_EQ(cgroupEscape("cgroup.procs"), "_cgroup.procs");
+  EXPECT_EQ(cgroupEscape("tasks"), "_tasks");
+  EXPECT_EQ(cgroupEscape("iox.service"), "iox.service");
+  EXPECT_EQ(cgroupEscape("a.io.service"), "a.io.service");
+  EXPECT_EQ(resolve("io.service"), "/system.slice/_io.service");
+  EXPECT_EQ(resolve("io-a.slice"), "/_io.slice/io-a.slice");
+}
+
+// Answers per unit name; records what was asked.
+class FakeSystemd : public UnitLookup {
+ public:
+  std::map<std::string, UnitAnswer> answers;
+  std::vector<std::string> asked;
+  UnitAnswer lookup(const std::string& unit) override {
+    asked.push_back(unit);
+    auto it = answers.find(unit);
+    if (it != answers.end()) return it->second;
+    UnitAnswer a;
+    a.kind = UnitAnswer::Kind::Reached;
+    a.loadState = "not-found";
+    a.activeState = "inactive";
+    return a;
+  }
+};
+
+UnitAnswer active(std::string cgroup, std::string slice) {
+  UnitAnswer a;
+  a.kind = UnitAnswer::Kind::Reached;
+  a.loadState = "loaded";
+  a.activeState = "active";
+  a.controlGroup = std::move(cgroup);
+  a.slice = std::move(slice);
+  return a;
+}
+
+TEST(UnitName, ServicesAndScopesAskSystemd) {
+  FakeSystemd sd;
+  sd.answers["cxvm-dirtier.service"] =
+      active("/throttled.slice/cxvm-dirtier.service", "throttled.slice");
+  sd.answers["session-3.scope"] =
+      active("/user.slice/user-1000.slice/session-3.scope", "user-1000.slice");
+  sd.answers["user@1000.service"] =
+      active("/user.slice/user-1000.slice/user@1000.service", "user-1000.slice");
+  auto r = resolveCgroupArg("cxvm-dirtier.service", &sd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->path, "/throttled.slice/cxvm-dirtier.service");
+  EXPECT_TRUE(r->fromUnit);
+  EXPECT_TRUE(r->fromSystemd);
+  EXPECT_FALSE(r->assumed);
+  EXPECT_EQ(r->note, "");
+  EXPECT_EQ(resolveCgroupArg("session-3.scope", &sd)->path,
+            "/user.slice/user-1000.slice/session-3.scope");
+  EXPECT_EQ(resolveCgroupArg("user@1000.service", &sd)->path,
+            "/user.slice/user-1000.slice/user@1000.service");
+  EXPECT_EQ(sd.asked, (std::vector<std::string>{"cxvm-dirtier.service", "session-3.scope",
+                                                "user@1000.service"}));
+}
+
+TEST(UnitName, SlicesPathsAndInitScopeDoNotAskSystemd) {
+  FakeSystemd sd;
+  EXPECT_EQ(resolveCgroupArg("a-b.slice", &sd)->path, "/a.slice/a-b.slice");
+  EXPECT_EQ(resolveCgroupArg("-.slice", &sd)->path, "/");
+  EXPECT_EQ(resolveCgroupArg("init.scope", &sd)->path, "/init.scope");
+  EXPECT_EQ(resolveCgroupArg("/system.slice/x.service", &sd)->path, "/system.slice/x.service");
+  EXPECT_EQ(resolveCgroupArg("a b.service", &sd).error().code, EINVAL);
+  EXPECT_TRUE(sd.asked.empty());
+}
+
+TEST(UnitName, InactiveUnitIsAnErrorThatSaysWhereItWillBe) {
+  FakeSystemd sd;
+  UnitAnswer inactive;
+  inactive.kind = UnitAnswer::Kind::Reached;
+  inactive.loadState = "loaded";
+  inactive.activeState = "inactive";
+  inactive.slice = "backup-nightly.slice";
+  sd.answers["backup.service"] = inactive;
+  auto r = resolveCgroupArg("backup.service", &sd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ENOENT);
+  EXPECT_EQ(r.error().message,
+            "backup.service is not active (inactive): a unit has a cgroup only while it runs; "
+            "when started it will be /backup.slice/backup-nightly.slice/backup.service "
+            "(backup-nightly.slice), pass that path to set policy before it starts");
+
+  inactive.activeState = "failed";
+  inactive.loadState = "masked";
+  inactive.slice = "-.slice";
+  sd.answers["io.service"] = inactive;
+  r = resolveCgroupArg("io.service", &sd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "io.service is not active (failed, masked): a unit has a cgroup only while it runs; "
+            "when started it will be /_io.service (-.slice), pass that path to set policy "
+            "before it starts");
+
+  inactive.slice = "";
+  sd.answers["x.scope"] = inactive;
+  r = resolveCgroupArg("x.scope", &sd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "x.scope is not active (failed, masked): a unit has a cgroup only while it runs");
+}
+
+TEST(UnitName, UnknownUnitIsAnError) {
+  FakeSystemd sd;
+  auto r = resolveCgroupArg("nosuch.service", &sd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ENOENT);
+  EXPECT_EQ(r.error().message, "Unit nosuch.service not found (systemd has no such unit)");
+}
+
+TEST(UnitName, UnreachableSystemdFallsBackToTheDefaultSliceWithANote) {
+  FakeSystemd sd;
+  UnitAnswer down;
+  down.kind = UnitAnswer::Kind::Unreachable;
+  down.reason = "not booted with systemd";
+  sd.answers["backup.service"] = down;
+  auto r = resolveCgroupArg("backup.service", &sd);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->path, "/system.slice/backup.service");
+  EXPECT_TRUE(r->assumed);
+  EXPECT_FALSE(r->fromSystemd);
+  EXPECT_EQ(r->note,
+            "Note: systemd is not reachable (not booted with systemd); assuming backup.service "
+            "is in the default slice: /system.slice/backup.service (pass a cgroup path if it "
+            "is elsewhere)");
+  // Without a lookup at all: the same path, the plain note.
+  EXPECT_EQ(resolveCgroupArg("backup.service")->note,
+            "Note: assuming backup.service is in the default slice: /system.slice/backup.service "
+            "(pass a cgroup path if it is elsewhere)");
+}
+
+TEST(UnitName, SystemdErrorsAreNotGuessedAround) {
+  FakeSystemd sd;
+  UnitAnswer refused;
+  refused.kind = UnitAnswer::Kind::Refused;
+  refused.reason = "Access denied (org.freedesktop.DBus.Error.AccessDenied)";
+  sd.answers["a.service"] = refused;
+  auto r = resolveCgroupArg("a.service", &sd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EIO);
+  EXPECT_EQ(r.error().message,
+            "Cannot resolve a.service through systemd: Access denied "
+            "(org.freedesktop.DBus.Error.AccessDenied)");
+
+  // A ControlGroup the daemon would refuse is not passed on.
+  sd.answers["b.service"] = active("/a/../b", "system.slice");
+  r = resolveCgroupArg("b.service", &sd);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EPROTO);
+  EXPECT_NE(r.error().message.find("systemd gave b.service the cgroup '/a/../b'"),
+            std::string::npos);
+  // The root cgroup ("/" for -.slice) is a valid answer.
+  sd.answers["c.scope"] = active("/", "");
+  EXPECT_EQ(resolveCgroupArg("c.scope", &sd)->path, "/");
 }
 
 }  // namespace
