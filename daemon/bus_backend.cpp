@@ -119,6 +119,7 @@ Result<dbus::CgroupInfo> BusBackend::info(const CgroupPath& cgroup) {
     if (eff.wiops.holder) el.wiopsHolder = *eff.wiops.holder;
     c.effectiveLimits.push_back(el);
   }
+  daemon_.trackPolicyOf(cgroup);  // a unit's drop-ins, also for a cgroup no snapshot held
   c.policy = daemon_.resolver().resolve(cgroup);
   for (const auto& a : daemon_.executor().active())
     if (a.cgroup == cgroup) c.boosted = true;

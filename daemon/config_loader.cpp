@@ -167,8 +167,8 @@ Result<UnitDropIns> loadDropInFiles(const std::vector<std::string>& orderedPaths
   return UnitDropIns{orderedPaths, std::move(*settings)};
 }
 
-Result<UnitDropIns> loadUnitDropIns(std::string_view unit, const std::string& root,
-                                    const std::vector<std::string>& searchPath) {
+Result<std::vector<std::string>> findUnitDropIns(std::string_view unit, const std::string& root,
+                                                 const std::vector<std::string>& searchPath) {
   if (!isValidUnitName(unit)) {
     return makeError("'" + std::string(unit) + "' is not a valid unit name", EINVAL);
   }
@@ -180,7 +180,14 @@ Result<UnitDropIns> loadUnitDropIns(std::string_view unit, const std::string& ro
     if (!names) return names.error();
     for (auto& n : *names) found.push_back(FoundDropIn{d, std::move(n)});
   }
-  return loadDropInFiles(orderDropInFiles(dirs, found));
+  return orderDropInFiles(dirs, found);
+}
+
+Result<UnitDropIns> loadUnitDropIns(std::string_view unit, const std::string& root,
+                                    const std::vector<std::string>& searchPath) {
+  auto files = findUnitDropIns(unit, root, searchPath);
+  if (!files) return files.error();
+  return loadDropInFiles(*files);
 }
 
 }  // namespace cxiosync

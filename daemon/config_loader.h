@@ -48,9 +48,14 @@ struct UnitDropIns {
   PolicySettings settings;
 };
 
-// Without systemd: finds `unit`'s drop-ins with the standard-conf precedence (dropInDirsFor +
-// orderDropInFiles) below `root` ("" = the real /; a temp dir in tests), reads and parses them.
-// Missing directories are skipped. All or nothing for the unit.
+// Without systemd: `unit`'s drop-in files with the standard-conf precedence (dropInDirsFor +
+// orderDropInFiles) below `root` ("" = the real /; a temp dir in tests), in the order they
+// apply. Missing directories are skipped; an unreadable one is an error.
+Result<std::vector<std::string>> findUnitDropIns(
+    std::string_view unit, const std::string& root = "",
+    const std::vector<std::string>& searchPath = systemUnitSearchPath());
+
+// findUnitDropIns() + loadDropInFiles(). All or nothing for the unit.
 Result<UnitDropIns> loadUnitDropIns(
     std::string_view unit, const std::string& root = "",
     const std::vector<std::string>& searchPath = systemUnitSearchPath());

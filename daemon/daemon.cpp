@@ -23,6 +23,10 @@ constexpr std::chrono::milliseconds kMetricsInterval{5000};
 constexpr std::chrono::seconds kStartRetry{5};
 // Config files are re-read this long after the last inotify event (editors write in bursts).
 constexpr std::chrono::milliseconds kReloadDebounce{500};
+// Unit drop-ins: forgotten cgroups and failed lookups are seen to this often.
+constexpr std::chrono::seconds kDropInUpkeep{60};
+// PID 1 re-executing (daemon-reexec) closes our connection; ask again this often.
+constexpr std::chrono::seconds kSystemdReconnect{2};
 // Ticks slower than this are logged at debug level with where the time went.
 constexpr std::chrono::milliseconds kSlowTick{50};
 
@@ -59,6 +63,7 @@ void Daemon::rebuildPolicy() {
   PolicyLayers layers;
   layers.defaults = builtinPolicyDefaults();
   layers.yaml = config_.cgroups;
+  if (dropIns_) layers.dropIn = dropIns_->layer();
   layers.runtime = runtimePolicy_;
   policyCache_.reset();
   resolver_ = std::make_unique<PolicyResolver>(layers);
@@ -80,6 +85,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(const Options& options, Config co
     return makeError("cannot start sensing: " + sensors.error().message, sensors.error().code);
   d->sensors_ = std::move(sensors.value());
   d->ioMax_ = makeCgroupFsIoMax(d->sensors_->cgroupFs());
+  d->openDropIns();
   d->journal_ = std::make_unique<Journal>(options.runDir);
   d->executor_ = std::make_unique<BoostExecutor>(*d->ioMax_, *d->journal_, d->settings_.dryRun);
   auto loop = EventLoop::create();
@@ -130,7 +136,126 @@ Status Daemon::setupSources() {
     spdlog::info("systemd watchdog: pinging every {} ms", wd->count() / 1000);
   }
   watchConfigDirs();
+  watchDropIns();
   return Ok{};
+}
+
+void Daemon::openDropIns() {
+  UnitDropInMode mode = options_.unitDropIns;
+  if (mode == UnitDropInMode::Auto && !options_.unitRoot.empty()) mode = UnitDropInMode::Files;
+  if (mode == UnitDropInMode::Off) {
+    spdlog::info("unit drop-ins: off (--unit-dropins=off)");
+    return;
+  }
+  std::unique_ptr<UnitDropInFinder> finder;
+  if (mode == UnitDropInMode::Auto || mode == UnitDropInMode::Systemd) {
+    auto units = SystemdUnits::connect();
+    if (units) {
+      spdlog::info("unit drop-ins: asking systemd over its {} (DropInPaths, Reloading)",
+                   units.value()->via());
+      systemd_ = units.value().get();
+      finder = std::move(units.value());
+    } else if (mode == UnitDropInMode::Systemd) {
+      spdlog::error("unit drop-ins: cannot ask systemd ({}); [X-CxIOSync] sections are ignored",
+                    units.error().message);
+      return;
+    } else {
+      spdlog::info("unit drop-ins: systemd not available ({}); reading the unit search path",
+                   units.error().message);
+    }
+  }
+  if (!finder) {
+    finder = std::make_unique<SearchPathDropInFinder>(options_.unitRoot, systemUnitSearchPath());
+    if (!options_.unitRoot.empty())
+      spdlog::info("unit drop-ins: reading the unit search path below {}", options_.unitRoot);
+  }
+  dropIns_ = std::make_unique<DropInLayer>(std::move(finder));
+}
+
+void Daemon::watchDropIns() {
+  if (!dropIns_) return;
+  auto refresh = loop_->addTimer(std::chrono::hours(1), std::chrono::nanoseconds(0),
+                                 [this] { refreshDropIns("drop-in files changed"); });
+  if (refresh) {
+    dropInRefreshTimer_ = refresh.value();
+    (void)loop_->setTimer(dropInRefreshTimer_, std::chrono::nanoseconds(0),
+                          std::chrono::nanoseconds(0));
+  }
+  (void)loop_->addTimer(kDropInUpkeep, kDropInUpkeep, [this] {
+    if (dropIns_->maintain(Clock::now())) {
+      rebuildPolicy();
+      tick();
+    }
+  });
+  // Editing a drop-in applies without a daemon-reload (systemd itself would need one for a
+  // new or removed file: with systemd as the finder, those count after its Reloading signal).
+  auto watch =
+      DropInWatch::open(systemd_ ? std::string() : options_.unitRoot, systemUnitSearchPath());
+  if (!watch) {
+    spdlog::warn("cannot watch the drop-in directories ({}); changes apply on SIGHUP",
+                 watch.error().message);
+  } else {
+    dropInWatch_ = std::move(watch.value());
+    auto io = loop_->addIo(dropInWatch_->fd(), EPOLLIN, [this](uint32_t) {
+      if (dropInWatch_->onReadable() && dropInRefreshTimer_)
+        (void)loop_->setTimer(dropInRefreshTimer_, kReloadDebounce, std::chrono::nanoseconds(0));
+    });
+    if (!io) spdlog::warn("cannot watch the drop-in directories: {}", io.error().message);
+  }
+  if (systemd_) watchSystemd();
+}
+
+void Daemon::watchSystemd() {
+  auto io = loop_->addIo(
+      systemd_->fd(), systemd_->pollEvents(),
+      [this](uint32_t) {
+        auto p = systemd_->process();
+        if (p.reloads) refreshDropIns("systemd reloaded its units");
+        if (!p.disconnected) return;
+        spdlog::warn("systemd closed the connection (daemon-reexec?); reconnecting");
+        loop_->removeSource(systemdSource_);
+        systemdSource_ = 0;
+        (void)loop_->setTimer(systemdReconnectTimer_, kSystemdReconnect, kSystemdReconnect);
+      },
+      [this]() -> EventLoop::Prepared {
+        return {EventLoop::pollToEpoll(systemd_->pollEvents()), systemd_->timeout()};
+      });
+  if (!io) {
+    spdlog::warn("cannot listen to systemd's signals: {}", io.error().message);
+    return;
+  }
+  systemdSource_ = io.value();
+  if (systemdReconnectTimer_) return;
+  auto t = loop_->addTimer(std::chrono::hours(1), std::chrono::nanoseconds(0), [this] {
+    if (auto st = systemd_->reconnect(); !st) {
+      spdlog::debug("systemd does not answer yet: {}", st.error().message);
+      return;
+    }
+    (void)loop_->setTimer(systemdReconnectTimer_, std::chrono::nanoseconds(0),
+                          std::chrono::nanoseconds(0));
+    spdlog::info("reconnected to systemd over its {}", systemd_->via());
+    watchSystemd();
+    refreshDropIns("reconnected to systemd");
+  });
+  if (t) {
+    systemdReconnectTimer_ = t.value();
+    (void)loop_->setTimer(systemdReconnectTimer_, std::chrono::nanoseconds(0),
+                          std::chrono::nanoseconds(0));
+  }
+}
+
+void Daemon::refreshDropIns(const char* why) {
+  if (!dropIns_ || stopping_) return;
+  spdlog::info("re-reading unit drop-ins ({})", why);
+  if (dropInWatch_) dropInWatch_->rewatch();
+  if (!dropIns_->refreshAll(Clock::now())) return;
+  rebuildPolicy();
+  if (observer_) observer_->afterReload();
+  if (running_) tick();
+}
+
+void Daemon::trackPolicyOf(const CgroupPath& cgroup) {
+  if (dropIns_ && dropIns_->track(cgroup, Clock::now())) rebuildPolicy();
 }
 
 void Daemon::watchConfigDirs() {
@@ -236,6 +361,13 @@ void Daemon::tick() {
   }
   const Snapshot& s = snap.value();
   cgroupsWatched_ = s.cgroups.size();
+  if (dropIns_) {
+    // Drop-ins of cgroups not seen before, before any decision about them.
+    bool changed = false;
+    for (const auto& [path, cg] : s.cgroups) changed = dropIns_->track(path, now) || changed;
+    for (const auto& sy : s.syncers) changed = dropIns_->track(sy.cgroup, now) || changed;
+    if (changed) rebuildPolicy();
+  }
   // Syncs seen, counted once per sync call.
   std::set<std::pair<int64_t, int64_t>> current;
   for (const auto& sy : s.syncers) {
@@ -400,6 +532,10 @@ void Daemon::reload(const char* why) {
   if (next.dryRun != settings_.dryRun) executor_->setDryRun(next.dryRun);
   config_ = std::move(cfg.value());
   settings_ = next;
+  if (dropIns_) {
+    if (dropInWatch_) dropInWatch_->rewatch();
+    dropIns_->refreshAll(Clock::now());
+  }
   rebuildPolicy();
   spdlog::info("configuration reloaded from {} file(s)", config_.files.size());
   lastStatus_ = statusLine();

@@ -20,12 +20,15 @@
 
 #include "daemon/boost_executor.h"
 #include "daemon/daemon_observer.h"
+#include "daemon/dropin_watch.h"
 #include "daemon/event_loop.h"
 #include "daemon/journal.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/snapshot_builder.h"
+#include "daemon/systemd_units.h"
+#include "daemon/unit_dropins.h"
 #include "policy/config/resolver.h"
 #include "policy/config/yaml_config.h"
 #include "policy/planner/planner.h"
@@ -60,6 +63,9 @@ class Daemon {
   const Config& config() const { return config_; }
   const Options& options() const { return options_; }
   MetricsSnapshot metricsSnapshot(TimePoint now) const;
+  // Loads the unit drop-ins of `cgroup` and its ancestors if not yet known (for `show` of a
+  // cgroup no snapshot has held); rebuilds the resolver when that changes the policy.
+  void trackPolicyOf(const CgroupPath& cgroup);
 
  private:
   Daemon(const Options& options, Config config);
@@ -75,6 +81,12 @@ class Daemon {
   void onInotify();
   GlobalSettings effectiveSettings(const Config& c) const;
   void rebuildPolicy();
+  // Unit drop-ins (daemon/unit_dropins.h): finder by --unit-dropins, inotify, systemd's
+  // Reloading signal, periodic upkeep.
+  void openDropIns();
+  void watchDropIns();
+  void watchSystemd();
+  void refreshDropIns(const char* why);
 
   Options options_;
   Config config_;
@@ -94,6 +106,13 @@ class Daemon {
   EventLoop::SourceId deadlineTimer_ = 0;
   EventLoop::SourceId reloadTimer_ = 0;
   int inotifyFd_ = -1;
+
+  std::unique_ptr<DropInLayer> dropIns_;  // null with --unit-dropins=off
+  SystemdUnits* systemd_ = nullptr;       // dropIns_'s finder when it is systemd
+  std::unique_ptr<DropInWatch> dropInWatch_;
+  EventLoop::SourceId systemdSource_ = 0;
+  EventLoop::SourceId systemdReconnectTimer_ = 0;
+  EventLoop::SourceId dropInRefreshTimer_ = 0;
 
   // Metrics and log state.
   std::map<std::string, uint64_t> refusals_;

@@ -26,6 +26,10 @@ Options:
   --bus=BUS              D-Bus API on system | session | none | ADDRESS (default system;
                          without a bus the daemon runs on, without its API)
   --detector=KIND        auto | tracefs | procfs (overrides the config)
+  --unit-dropins=MODE    where [X-CxIOSync] unit drop-ins come from: auto (systemd when it
+                         is PID 1, else files), systemd (DropInPaths of each unit), files
+                         (systemd's unit search path, read directly), off (default auto)
+  --unit-root=DIR        read the unit search path below DIR (implies files; for tests)
   --dry-run              decide and log, never write io.max
   --foreground           log to stderr even when started by systemd
   --log-level=LEVEL      trace | debug | info | warning | error | critical | off
@@ -113,6 +117,21 @@ Result<Options> parseOptions(const std::vector<std::string>& args) {
         o.detector = DetectorKind::Procfs;
       else
         return makeError("--detector: '" + v.value() + "' is not auto, tracefs or procfs");
+    } else if (name == "--unit-dropins") {
+      auto v = needValue();
+      if (!v) return v.error();
+      if (v.value() == "auto")
+        o.unitDropIns = UnitDropInMode::Auto;
+      else if (v.value() == "systemd")
+        o.unitDropIns = UnitDropInMode::Systemd;
+      else if (v.value() == "files")
+        o.unitDropIns = UnitDropInMode::Files;
+      else if (v.value() == "off")
+        o.unitDropIns = UnitDropInMode::Off;
+      else
+        return makeError("--unit-dropins: '" + v.value() + "' is not auto, systemd, files or off");
+    } else if (name == "--unit-root") {
+      st = path(o.unitRoot);
     } else if (name == "--log-level") {
       auto v = needValue();
       if (!v) return v.error();

@@ -22,6 +22,14 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitBadConfig = 6;
 
+// Where [X-CxIOSync] unit drop-ins come from (daemon/unit_dropins.h).
+enum class UnitDropInMode {
+  Auto,     // systemd when it is PID 1 and answers, else Files
+  Systemd,  // ask PID 1 only (GetUnitByControlGroup + DropInPaths)
+  Files,    // systemd's standard-conf search path below unitRoot, without asking systemd
+  Off,
+};
+
 struct Options {
   // A config directory (cxiosync.yaml + cxiosync.d/*.yaml) or one YAML file.
   std::string configPath = "/etc/cxiosync";
@@ -34,6 +42,8 @@ struct Options {
   std::string stateDir = "/var/lib/cxiosync";  // persistent runtime policy (D-Bus changes)
   // D-Bus: "system" | "session" | "none" | an address ("unix:path=/run/x").
   std::string bus = "system";
+  UnitDropInMode unitDropIns = UnitDropInMode::Auto;
+  std::string unitRoot;                  // prefix of the unit search path (Files mode; tests)
   std::optional<DetectorKind> detector;  // overrides the config's `detector`
   bool dryRun = false;                   // overrides the config's `dry_run` when set
   bool checkConfig = false;

@@ -30,6 +30,7 @@ template <class T>
 struct Sourced {
   T value{};
   ValueSource source;
+  bool operator==(const Sourced&) const = default;
 };
 
 enum class BoostPermission { Allow, Deny };
@@ -83,6 +84,7 @@ struct PolicySettings {
     if (higher.maxBoost) maxBoost = higher.maxBoost;
     if (higher.boostBudget) boostBudget = higher.boostBudget;
   }
+  bool operator==(const PolicySettings&) const = default;
 };
 
 enum class DetectorKind { Auto, Tracefs, Procfs };

@@ -137,6 +137,7 @@ class RealDaemon : public ::testing::Test {
             "--run-dir=" + t + "/run",
             "--state-dir=" + t + "/state",
             "--config=" + t + "/config",
+            "--unit-root=" + t + "/units",
             "--detector=procfs"};
   }
   std::string log() const { return slurp((tmp_ / "daemon.log").string()); }
@@ -284,6 +285,50 @@ TEST_F(RealDaemon, MissingCgroupsAndSymlinksAreNoSuchCgroupAndChangeNothing) {
   }
   EXPECT_EQ(ctl({"isolate", "../cg1", "on"}).rc, 2);
   EXPECT_EQ(stateFile() + runFile() + show("/cg1"), before);
+}
+
+// [X-CxIOSync] drop-ins below --unit-root (the standard-conf search path, no systemd here):
+// `show backup.slice` names the file:line, a slice's child inherits it, an edit applies
+// without a reload, a broken edit keeps the previous value, a runtime change wins.
+TEST_F(RealDaemon, SliceDropInsShowTheirFileAndLineAndApplyWhenEdited) {
+  const fs::path dir = tmp_ / "units/etc/systemd/system/backup.slice.d";
+  fs::create_directories(dir);
+  const std::string file = (dir / "70-cxiosync.conf").string();
+  std::ofstream(file) << "[Slice]\nCPUWeight=10\n\n[X-CxIOSync]\nBoost=deny\n";
+  fs::create_directory(tmp_ / "cg/backup.slice/job.service");
+  startDaemon();
+  const std::string deny = R"("boost":{"value":"deny","source":")" + file + ":5\"";
+  EXPECT_NE(show("backup.slice").find(deny), std::string::npos) << show("backup.slice") << log();
+  EXPECT_NE(show("/backup.slice/job.service").find(deny), std::string::npos);
+  auto text = ctl({"show", "backup.slice"});
+  EXPECT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find(file + ":5"), std::string::npos) << text.out;
+
+  auto waitFor = [&](const std::string& needle) {
+    for (int i = 0; i < 100; ++i) {
+      if (show("backup.slice").find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  std::ofstream(file) << "[X-CxIOSync]\nBoost=allow\nMaxBoostSec=2min\n";
+  const std::string allow = R"("boost":{"value":"allow","source":")" + file + ":2\"";
+  EXPECT_TRUE(waitFor(allow)) << show("backup.slice") << log();
+  EXPECT_NE(
+      show("backup.slice").find(R"("max_boost_seconds":{"value":"120","source":")" + file + ":3\""),
+      std::string::npos)
+      << show("backup.slice");
+  EXPECT_NE(log().find("action=dropin unit=backup.slice"), std::string::npos) << log();
+
+  std::ofstream(file) << "[X-CxIOSync]\nBoost=sometimes\n";
+  for (int i = 0; i < 100 && log().find("action=dropin-error") == std::string::npos; ++i)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_NE(log().find(file + ":2: [X-CxIOSync] Boost:"), std::string::npos) << log();
+  EXPECT_NE(show("backup.slice").find(allow), std::string::npos) << "the last good value stays";
+
+  ASSERT_EQ(ctl({"boost", "backup.slice", "deny", "--runtime"}).rc, 0);
+  EXPECT_NE(show("backup.slice").find(R"("boost":{"value":"deny","source":"runtime"})"),
+            std::string::npos);
 }
 
 TEST_F(RealDaemon, ReloadAppliesAndABadConfigIsRefusedWithItsLocation) {

@@ -58,6 +58,20 @@ TEST(OptionsTest, BadFlagsAreClearErrors) {
   EXPECT_NE(det.error().message.find("ebpf"), std::string::npos);
 }
 
+TEST(OptionsTest, UnitDropInSource) {
+  EXPECT_EQ(parseOptions({})->unitDropIns, UnitDropInMode::Auto);
+  auto o = parseOptions({"--unit-dropins=files", "--unit-root", "/tmp/units"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(o->unitDropIns, UnitDropInMode::Files);
+  EXPECT_EQ(o->unitRoot, "/tmp/units");
+  EXPECT_EQ(parseOptions({"--unit-dropins=systemd"})->unitDropIns, UnitDropInMode::Systemd);
+  EXPECT_EQ(parseOptions({"--unit-dropins=off"})->unitDropIns, UnitDropInMode::Off);
+  auto bad = parseOptions({"--unit-dropins=etc"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("'etc' is not auto, systemd, files or off"),
+            std::string::npos);
+}
+
 TEST(OptionsTest, UsageMentionsExitCodes) {
   EXPECT_NE(usageText().find("6 invalid configuration"), std::string::npos);
   EXPECT_EQ(kExitBadConfig, 6);
