@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <deque>
 #include <set>
 
@@ -76,9 +77,11 @@ Status SnapshotBuilder::rescan(TimePoint now) {
   pathInodes_.clear();
   children_.clear();
   walked_ = 0;
+  auto started = Clock::now();  // real time, whatever `now` the caller passes
   walk(*root, 0);
   root_.emplace(std::move(*root));
   if (sys_) devices_ = sys_->buildStack();
+  lastWalkCost_ = Clock::now() - started;
 
   // Young: cgroups this walk is the first to see (not at the very first walk: everything
   // is new then, and was configured before the daemon started). Kept while still there
@@ -119,6 +122,11 @@ Status SnapshotBuilder::rescan(TimePoint now) {
   return Ok{};
 }
 
+std::chrono::nanoseconds SnapshotBuilder::rescanGap() const {
+  return std::max<std::chrono::nanoseconds>(options_.minRescanGap,
+                                            lastWalkCost_ * options_.walkCostFactor);
+}
+
 bool SnapshotBuilder::treeChanged() const {
   if (!root_ || !walkDescendants_) return false;
   auto nd = cgroups_.readNrDescendants(*root_);
@@ -139,13 +147,13 @@ bool SnapshotBuilder::noteSyncers(const std::vector<Syncer>& syncers, TimePoint 
       }
     }
   }
-  return rescanWanted_ && now >= lastWalk_ + options_.minRescanGap;
+  return rescanWanted_ && now >= lastWalk_ + rescanGap();
 }
 
 Status SnapshotBuilder::refresh(TimePoint now) {
   bool due = nextRescan_ == TimePoint{} || now >= nextRescan_;
   if (!due && !rescanWanted_ && treeChanged()) rescanWanted_ = true;
-  if (!due && rescanWanted_ && now >= lastWalk_ + options_.minRescanGap) due = true;
+  if (!due && rescanWanted_ && now >= lastWalk_ + rescanGap()) due = true;
   if (due) {
     if (auto st = rescan(now); !st) return st;
   }

@@ -19,8 +19,10 @@
 //     cgroup whose writeback is still in flight, a cgroup outside --cgroup-root) does not
 //     trigger again until the next scheduled walk;
 //   - a removed cgroup was seen (gone error).
-// Such triggered walks run at most once per `minRescanGap` (a storm of unknown inodes or
-// constant cgroup churn cannot make the daemon walk continuously). A cgroup is usually
+// Such triggered walks run at most once per rescanGap() = max(minRescanGap, 20 x the last
+// walk's duration): a storm of unknown inodes or constant cgroup churn cannot make the
+// daemon walk continuously, and walks cost at most ~5% of a core even then (10,000 cgroups:
+// a walk takes ~0.1 s, so ~2 s between triggered walks; 1,000: 1 s). A cgroup is usually
 // created first and limited a moment later (systemd: mkdir, then io.max, then attach), so
 // a walk may find it still unlimited: cgroups that are new at a walk are "young" for
 // `newCgroupWatch` and their io.max is re-read every refresh until then (cost: one read
@@ -51,8 +53,9 @@ namespace cxiosync {
 struct SnapshotBuilderOptions {
   std::chrono::milliseconds treeRescanInterval{30000};
   // Triggered walks (tree changed, unknown syncer cgroup or inode, gone cgroup): at most
-  // one per this gap.
+  // one per rescanGap() = max(this, walkCostFactor x the last walk's wall time).
   std::chrono::milliseconds minRescanGap{1000};
+  unsigned walkCostFactor = 20;
   // A cgroup first seen by a walk (not the first one) has its io.max re-read every refresh
   // for this long.
   std::chrono::milliseconds newCgroupWatch{30000};
@@ -99,6 +102,8 @@ class SnapshotBuilder {
   uint64_t triggeredWalks() const { return triggeredWalks_; }
   // Cgroups currently watched as young (their io.max re-read every refresh).
   size_t youngCgroups() const { return young_.size(); }
+  // The current minimum time between a walk and a triggered one.
+  std::chrono::nanoseconds rescanGap() const;
   const DeviceStack& devices() const { return devices_; }
 
  private:
@@ -122,6 +127,7 @@ class SnapshotBuilder {
   std::optional<CgroupDir> root_;            // kept open for the cgroup.stat reads
   std::optional<uint64_t> walkDescendants_;  // root's nr_descendants read before the walk
   TimePoint lastWalk_{};
+  std::chrono::nanoseconds lastWalkCost_{0};  // wall time of the last walk (real clock)
   bool rescanWanted_ = false;
   uint64_t walks_ = 0;
   uint64_t triggeredWalks_ = 0;

@@ -125,6 +125,20 @@ TEST_F(NewCgroupTest, ChurnWalksAtMostOncePerGap) {
   EXPECT_GE(b.walks(), 10u);
 }
 
+TEST_F(NewCgroupTest, GapGrowsWithTheWalksCost) {
+  SnapshotBuilder cheap(*cgfs, nullptr, opts);
+  ASSERT_TRUE(cheap.build({}, t0).ok());
+  EXPECT_EQ(cheap.rescanGap(), std::chrono::nanoseconds(1s));  // a 4-cgroup walk: << 50 ms
+  // A walk "20x" as costly as it is: the gap is the walk's cost times the factor.
+  opts.walkCostFactor = 4000000000u;  // any walk (> 10 us) -> > 40 s
+  SnapshotBuilder costly(*cgfs, nullptr, opts);
+  ASSERT_TRUE(costly.build({}, t0).ok());
+  EXPECT_GT(costly.rescanGap(), std::chrono::nanoseconds(30s));
+  descendants(4);
+  ASSERT_TRUE(costly.build({}, t0 + 2s).ok());
+  EXPECT_EQ(costly.walks(), 1u);
+}
+
 TEST_F(NewCgroupTest, LimitWrittenAfterTheWalkFoundTheCgroupIsReadWhileYoung) {
   SnapshotBuilder b(*cgfs, nullptr, opts);
   ASSERT_TRUE(b.build({}, t0).ok());
