@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 
+#include "policy/json.h"
+
 namespace cxiosync {
 namespace {
 
@@ -222,38 +224,6 @@ class JsonParser {
   size_t pos_ = 0;
 };
 
-void appendJsonString(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
-
 void appendLimitValue(std::string& out, uint64_t v) {
   if (v == kUnlimited)
     out += "\"max\"";
@@ -268,7 +238,7 @@ void appendLimits(std::string& out, const IoLimits& l) {
     if (!v) return;
     if (!first) out.push_back(',');
     first = false;
-    appendJsonString(out, name);
+    appendJsonString(out, name, JsonBytes::Raw);
     out.push_back(':');
     appendLimitValue(out, *v);
   };
@@ -382,9 +352,9 @@ std::string serializeJournal(const std::vector<JournalRecord>& records) {
     out += first ? "\n" : ",\n";
     first = false;
     out += "{\"cgroup\":";
-    appendJsonString(out, b.cgroup.display());
+    appendJsonString(out, b.cgroup.display(), JsonBytes::Raw);
     out += ",\"device\":";
-    appendJsonString(out, b.device.str());
+    appendJsonString(out, b.device.str(), JsonBytes::Raw);
     out += ",\"original\":";
     appendLimits(out, b.original.limits);
     out += ",\"boosted\":";

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "daemon/detect/syscalls.h"
+#include "policy/json.h"
 
 namespace cxiosync {
 
@@ -19,38 +20,6 @@ namespace {
 volatile sig_atomic_t gStop = 0;
 void onSignal(int) {
   gStop = 1;
-}
-
-std::string jsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
 }
 
 std::string limitText(const std::optional<uint64_t>& v) {
@@ -98,7 +67,7 @@ std::string jsonLimit(const std::optional<uint64_t>& v) {
 
 std::string snapshotToJson(const Snapshot& s, const std::string& detector,
                            const InodeResolver& inodeName) {
-  std::string o = "{\"detector\":" + jsonEscape(detector);
+  std::string o = "{\"detector\":" + jsonQuote(detector);
   o += ",\"wall_ms\":" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::chrono::system_clock::now().time_since_epoch())
                                             .count());
@@ -108,10 +77,10 @@ std::string snapshotToJson(const Snapshot& s, const std::string& detector,
     if (!first) o += ',';
     first = false;
     o += "{\"tid\":" + std::to_string(sy.tid) + ",\"pid\":" + std::to_string(sy.pid) +
-         ",\"comm\":" + jsonEscape(sy.comm) + ",\"cgroup\":" + jsonEscape(sy.cgroup.display()) +
-         ",\"syscall\":" + jsonEscape(syncSyscallText(sy.syscall)) +
+         ",\"comm\":" + jsonQuote(sy.comm) + ",\"cgroup\":" + jsonQuote(sy.cgroup.display()) +
+         ",\"syscall\":" + jsonQuote(syncSyscallText(sy.syscall)) +
          ",\"age_ms\":" + std::to_string(msSince(s.now, sy.since)) + ",\"target_device\":" +
-         (sy.targetDevice ? jsonEscape(sy.targetDevice->str()) : std::string("null")) +
+         (sy.targetDevice ? jsonQuote(sy.targetDevice->str()) : std::string("null")) +
          ",\"waits_on\":[";
     bool f2 = true;
     for (const auto& [ino, bdi] : sy.waitsOn) {
@@ -119,8 +88,8 @@ std::string snapshotToJson(const Snapshot& s, const std::string& detector,
       f2 = false;
       auto p = resolveIno(s, ino, inodeName);
       o += "{\"cgroup_ino\":" + std::to_string(ino) +
-           ",\"cgroup\":" + (p ? jsonEscape(p->display()) : std::string("null")) +
-           ",\"bdi\":" + jsonEscape(bdi.str()) + "}";
+           ",\"cgroup\":" + (p ? jsonQuote(p->display()) : std::string("null")) +
+           ",\"bdi\":" + jsonQuote(bdi.str()) + "}";
     }
     o += "]}";
   }
@@ -129,14 +98,14 @@ std::string snapshotToJson(const Snapshot& s, const std::string& detector,
   for (const auto& [p, c] : s.cgroups) {
     if (!first) o += ',';
     first = false;
-    o += "{\"path\":" + jsonEscape(p.display()) + ",\"inode\":" + std::to_string(c.inode) +
+    o += "{\"path\":" + jsonQuote(p.display()) + ",\"inode\":" + std::to_string(c.inode) +
          ",\"file_dirty\":" + std::to_string(c.fileDirty) +
          ",\"file_writeback\":" + std::to_string(c.fileWriteback) + ",\"io_max\":[";
     bool f2 = true;
     for (const auto& e : c.ioMax) {
       if (!f2) o += ',';
       f2 = false;
-      o += "{\"dev\":" + jsonEscape(e.dev.str()) + ",\"rbps\":" + jsonLimit(e.limits.rbps) +
+      o += "{\"dev\":" + jsonQuote(e.dev.str()) + ",\"rbps\":" + jsonLimit(e.limits.rbps) +
            ",\"wbps\":" + jsonLimit(e.limits.wbps) + ",\"riops\":" + jsonLimit(e.limits.riops) +
            ",\"wiops\":" + jsonLimit(e.limits.wiops) + "}";
     }
@@ -147,10 +116,10 @@ std::string snapshotToJson(const Snapshot& s, const std::string& detector,
   for (const auto& [d, lower] : s.devices.lower) {
     if (!first) o += ',';
     first = false;
-    o += jsonEscape(d.str()) + ":[";
+    o += jsonQuote(d.str()) + ":[";
     for (size_t i = 0; i < lower.size(); ++i) {
       if (i) o += ',';
-      o += jsonEscape(lower[i].str());
+      o += jsonQuote(lower[i].str());
     }
     o += "]";
   }

@@ -1,6 +1,6 @@
 #pragma once
 // A small JSON writer for the loop state file and cxiosync-loop --json. (Reading goes through
-// yaml-cpp, which parses JSON.) Strings are escaped per RFC 8259; bytes >= 0x80 pass through.
+// yaml-cpp, which parses JSON.) Strings are escaped per RFC 8259 (policy/json.h).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,7 +36,9 @@ class JsonWriter {
   bool afterKey_ = false;
 };
 
-std::string jsonEscape(std::string_view s);  // with the surrounding quotes
+// With the surrounding quotes: policy/json.h jsonQuote (invalid UTF-8 bytes become U+FFFD;
+// the writer below passes strings through utf8Sanitize first, so they become '?').
+std::string jsonEscape(std::string_view s);
 
 // Replaces every byte that is not part of valid UTF-8 with '?' (file names are bytes; JSON
 // readers want UTF-8). For display fields only: identity is never kept in such a string.

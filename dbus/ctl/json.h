@@ -8,6 +8,8 @@
 #include <variant>
 #include <vector>
 
+#include "policy/json.h"
+
 namespace cxiosync::ctl {
 
 class Json {
@@ -44,7 +46,7 @@ class Json {
       nullptr};
 };
 
-// "\"...\"" with JSON escapes.
-std::string jsonQuote(std::string_view text);
+// "\"...\"" with JSON escapes; invalid UTF-8 bytes become U+FFFD (policy/json.h).
+using cxiosync::jsonQuote;
 
 }  // namespace cxiosync::ctl

@@ -1,0 +1,124 @@
+// policy/json.h: the one JSON string writer every layer uses.
+#include "policy/json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace cxiosync {
+namespace {
+
+// A second, independent statement of UTF-8 validity (by lead-byte ranges, Unicode 15 table
+// 3-7), to check utf8SequenceLength against.
+size_t referenceLength(const std::string& s) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) {
+    return k < s.size() && b(k) >= lo && b(k) <= hi;
+  };
+  unsigned c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
+  if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
+  if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+TEST(JsonString, Escapes) {
+  EXPECT_EQ(jsonQuote(""), "\"\"");
+  EXPECT_EQ(jsonQuote("plain /a.slice"), "\"plain /a.slice\"");
+  EXPECT_EQ(jsonQuote("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(jsonQuote("\n\t\r"), R"("\n\t\r")");
+  EXPECT_EQ(jsonQuote(std::string("\0\x01\x08\x0c\x1f\x7f", 6)),
+            R"("\u0000\u0001\u0008\u000c\u001f\u007f")");
+  EXPECT_EQ(jsonQuote("/"), "\"/\"");  // '/' needs no escape
+  EXPECT_EQ(jsonQuote(" ~"), "\" ~\"");
+}
+
+TEST(JsonString, Utf8PassesInvalidBytesBecomeReplacementCharacters) {
+  EXPECT_EQ(jsonQuote("caf\xc3\xa9 → \xf0\x9f\x98\x80"), "\"caf\xc3\xa9 → \xf0\x9f\x98\x80\"");
+  EXPECT_EQ(jsonQuote("\x80"), R"("\ufffd")");
+  EXPECT_EQ(jsonQuote("a\xe2\x86"), R"("a\ufffd\ufffd")");                    // truncated
+  EXPECT_EQ(jsonQuote("\xc0\xaf"), R"("\ufffd\ufffd")");                      // overlong '/'
+  EXPECT_EQ(jsonQuote("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");            // a surrogate
+  EXPECT_EQ(jsonQuote("\xf4\x90\x80\x80"), R"("\ufffd\ufffd\ufffd\ufffd")");  // > U+10FFFF
+  EXPECT_EQ(jsonQuote("\xff\"x"), R"("\ufffd\"x")");
+}
+
+TEST(JsonString, RawKeepsEveryByteButStillEscapesControls) {
+  EXPECT_EQ(jsonQuote("/a\xff\xfe\x80"
+                      "b",
+                      JsonBytes::Raw),
+            "\"/a\xff\xfe\x80"
+            "b\"");
+  EXPECT_EQ(jsonQuote("caf\xc3\xa9", JsonBytes::Raw), "\"caf\xc3\xa9\"");
+  EXPECT_EQ(jsonQuote("\"\\\n\x01\x7f", JsonBytes::Raw), R"("\"\\\n\u0001\u007f")");
+}
+
+TEST(JsonString, AppendsAfterWhatIsThere) {
+  std::string out = "{\"k\":";
+  appendJsonString(out, "v");
+  appendJsonString(out, "\xff", JsonBytes::Raw);
+  EXPECT_EQ(out, "{\"k\":\"v\"\"\xff\"");
+}
+
+// Every byte, alone and before and after text: the Utf8 output is valid UTF-8 with no raw
+// control bytes, and unescaping the simple escapes gives the input back for valid input.
+TEST(JsonString, EveryByteGivesValidUtf8WithoutControls) {
+  for (int b = 0; b < 256; ++b) {
+    std::string in = "x" + std::string(1, static_cast<char>(b)) + "y";
+    std::string q = jsonQuote(in);
+    SCOPED_TRACE(b);
+    ASSERT_GE(q.size(), 2u);
+    EXPECT_EQ(q.front(), '"');
+    EXPECT_EQ(q.back(), '"');
+    for (size_t i = 0; i < q.size();) {
+      auto c = static_cast<unsigned char>(q[i]);
+      EXPECT_GE(c, 0x20);
+      EXPECT_NE(c, 0x7f);
+      size_t n = utf8SequenceLength(q, i);
+      ASSERT_NE(n, 0u) << "invalid UTF-8 at " << i;
+      i += n;
+    }
+    std::string raw = jsonQuote(in, JsonBytes::Raw);
+    if (b >= 0x80) {
+      EXPECT_EQ(raw, "\"" + in + "\"");
+    } else {
+      EXPECT_EQ(raw, q);
+    }
+  }
+}
+
+TEST(JsonString, Utf8SequenceLengthAgreesWithTheUnicodeTable) {
+  auto len = [](const std::string& s) { return utf8SequenceLength(s, 0); };
+  // Every one- and two-byte string, every three-byte string with a multi-byte lead.
+  for (int a = 0; a < 256; ++a) {
+    std::string one(1, static_cast<char>(a));
+    ASSERT_EQ(len(one), referenceLength(one)) << a;
+    for (int b = 0; b < 256; ++b) {
+      std::string two = one + static_cast<char>(b);
+      ASSERT_EQ(len(two), referenceLength(two)) << a << " " << b;
+    }
+  }
+  for (int a = 0xc0; a < 0x100; ++a) {
+    for (int b = 0; b < 256; ++b) {
+      for (int c = 0; c < 256; c += (c >= 0x7e && c <= 0xc0) ? 1 : 13) {
+        std::string three{static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)};
+        ASSERT_EQ(len(three), referenceLength(three)) << a << " " << b << " " << c;
+        for (int d : {0x41, 0x80, 0xbf, 0xc0}) {
+          std::string four = three + static_cast<char>(d);
+          ASSERT_EQ(len(four), referenceLength(four)) << a << " " << b << " " << c << " " << d;
+        }
+      }
+    }
+  }
+  // Not at the start.
+  EXPECT_EQ(utf8SequenceLength("ab\xc3\xa9", 2), 2u);
+  EXPECT_EQ(utf8SequenceLength("ab\xc3", 2), 0u);
+}
+
+}  // namespace
+}  // namespace cxiosync
