@@ -9,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +24,9 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/client.h"
+#include "dbus/ctl/systemd_units.h"
+#include "dbus/ctl/unit_name.h"
+#include "tests/dbus/bus_fixture.h"
 
 namespace {
 
@@ -32,120 +38,21 @@ const std::string kServer = CXIOSYNC_TEST_SERVER_PATH;
 const std::string kDir = CXIOSYNC_DBUS_TEST_DIR;
 const std::string kIdl = CXIOSYNC_DBUS_IDL_PATH;
 
-struct RunResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-// Forks and execs argv; the child dies with us (PR_SET_PDEATHSIG) so nothing leaks.
-pid_t spawn(const std::vector<std::string>& argv, int* outFd, int* errFd, int* inFd = nullptr) {
-  int out[2], err[2], in[2];
-  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || pipe2(in, O_CLOEXEC)) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    if (errFd) {
-      dup2(err[1], 2);
-    } else {
-      int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-      dup2(devnull, 2);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  close(in[0]);
-  *outFd = out[0];
-  if (errFd) {
-    *errFd = err[0];
-  } else {
-    close(err[0]);
-  }
-  if (inFd) {
-    *inFd = in[1];
-  } else {
-    close(in[1]);
-  }
-  return pid;
-}
-
-RunResult run(const std::vector<std::string>& argv, const std::string& input = {},
-              std::chrono::seconds timeout = 30s) {
-  RunResult r;
-  int outFd, errFd, inFd;
-  pid_t pid = spawn(argv, &outFd, &errFd, &inFd);
-  if (!input.empty()) {
-    if (write(inFd, input.data(), input.size()) < 0) r.err = "write failed";
-  }
-  close(inFd);
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool outOpen = true, errOpen = true;
-  while (outOpen || errOpen) {
-    struct pollfd fds[2] = {{outOpen ? outFd : -1, POLLIN, 0}, {errOpen ? errFd : -1, POLLIN, 0}};
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    if (left <= 0 || poll(fds, 2, left) <= 0) {
-      kill(pid, SIGKILL);
-      r.err += "\n[test: timed out]";
-      break;
-    }
-    char buf[4096];
-    for (int i = 0; i < 2; ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        (i == 0 ? outOpen : errOpen) = false;
-      } else {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
-      }
-    }
-  }
-  close(outFd);
-  close(errFd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-// Reads one line from fd within the timeout ("" on timeout/EOF).
-std::string readLine(int fd, std::chrono::milliseconds timeout) {
-  std::string line;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    struct pollfd p = {fd, POLLIN, 0};
-    if (left <= 0 || poll(&p, 1, left) <= 0) return line;
-    char c;
-    if (read(fd, &c, 1) != 1) return line;
-    if (c == '\n') return line;
-    line += c;
-  }
-}
+using bustest::readLine;
+using bustest::run;
+using bustest::RunResult;
+using bustest::spawn;
 
 bool realDaemon() {
   return std::getenv("CXIOSYNC_DBUS_TEST_SERVER") != nullptr;
 }
 
-// A private bus and (optionally) a server on it.
-class BusEnv {
+// A private bus and (optionally) a server on it: the test server with the fake backend, or
+// the command in CXIOSYNC_DBUS_TEST_SERVER.
+class BusEnv : public bustest::PrivateBus {
  public:
   void startBus(const std::string& config = kDir + "/test-bus.conf") {
-    // Its stdout stays open until stop(): a child writing to a closed pipe dies of SIGPIPE.
-    busPid_ =
-        spawn({"/usr/bin/dbus-daemon", "--config-file=" + config, "--print-address=1", "--nofork"},
-              &busOut_, nullptr);
-    address_ = readLine(busOut_, 10s);
-    ASSERT_FALSE(address_.empty()) << "dbus-daemon printed no address";
+    ASSERT_TRUE(PrivateBus::startBus(config)) << "dbus-daemon printed no address";
   }
 
   void startServer(const std::vector<std::string>& extra = {}) {
@@ -154,52 +61,15 @@ class BusEnv {
       std::istringstream words(cmd);
       for (std::string w; words >> w;) {
         auto pos = w.find("{address}");
-        if (pos != std::string::npos) w.replace(pos, 9, address_);
+        if (pos != std::string::npos) w.replace(pos, 9, address());
         argv.push_back(w);
       }
     } else {
-      argv = {kServer, "--address=" + address_};
+      argv = {kServer, "--address=" + address()};
       argv.insert(argv.end(), extra.begin(), extra.end());
     }
-    serverPid_ = spawn(argv, &serverOut_, nullptr);
-    // Ready when the name is on the bus.
-    auto client = dbus::Client::connect(dbus::BusTarget::at(address_));
-    for (int i = 0; i < 200; ++i) {
-      if (client->daemonRunning()) return;
-      std::this_thread::sleep_for(25ms);
-    }
-    FAIL() << "server did not take org.cxiosync1";
+    ASSERT_TRUE(PrivateBus::startServer(argv, 5s)) << "server did not take org.cxiosync1";
   }
-
-  void stopServer() {
-    if (serverPid_ > 0) {
-      kill(serverPid_, SIGTERM);
-      int st;
-      waitpid(serverPid_, &st, 0);
-      serverPid_ = -1;
-      close(serverOut_);
-    }
-  }
-
-  void stop() {
-    stopServer();
-    if (busPid_ > 0) {
-      kill(busPid_, SIGTERM);
-      int st;
-      waitpid(busPid_, &st, 0);
-      busPid_ = -1;
-      close(busOut_);
-    }
-  }
-
-  bool serverAlive() const { return serverPid_ > 0 && kill(serverPid_, 0) == 0; }
-  pid_t serverPid() const { return serverPid_; }
-  const std::string& address() const { return address_; }
-
- private:
-  pid_t busPid_ = -1, serverPid_ = -1;
-  int serverOut_ = -1, busOut_ = -1;
-  std::string address_;
 };
 
 class DbusBase : public ::testing::Test {
@@ -651,6 +521,150 @@ TEST_F(DbusNoDaemon, ExitCodes) {
   EXPECT_NE(ver.out.find("\"cxiosyncd\":null"), std::string::npos) << ver.out;
 }
 
+// ---- systemd's answers: a fake org.freedesktop.systemd1 on the private bus -----------------
+// cxiosyncctl asks the system manager only on the system bus; here the lookup behind it
+// (dbus/ctl/systemd_units.cpp) talks to a fake with systemd's names, interfaces and errors.
+// ControlGroup and Slice are registered only on the type's interface (.Service, .Scope), as
+// systemd registers bus_unit_cgroup_vtable: asking org.freedesktop.systemd1.Unit would fail.
+
+class FakeSystemd {
+ public:
+  struct Unit {
+    std::string type, loadState, activeState, cgroup, slice;
+  };
+  explicit FakeSystemd(const std::string& address)
+      : conn_(sdbus::createSessionBusConnectionWithAddress(address)) {
+    manager_ = sdbus::createObject(*conn_, "/org/freedesktop/systemd1");
+    auto find = [this](const std::string& name, bool loaded) -> sdbus::ObjectPath {
+      asked_.push_back((loaded ? "GetUnit " : "LoadUnit ") + name);
+      if (name == "denied.service") {
+        throw sdbus::Error("org.freedesktop.DBus.Error.AccessDenied", "Access denied");
+      }
+      auto it = units_.find(name);
+      bool isLoaded = it != units_.end() && it->second.activeState != "inactive";
+      if (loaded && !isLoaded) {
+        throw sdbus::Error("org.freedesktop.systemd1.NoSuchUnit", "Unit " + name + " not loaded.");
+      }
+      return pathOf(name);
+    };
+    manager_->registerMethod("GetUnit")
+        .onInterface("org.freedesktop.systemd1.Manager")
+        .implementedAs([find](const std::string& name) { return find(name, true); });
+    manager_->registerMethod("LoadUnit")
+        .onInterface("org.freedesktop.systemd1.Manager")
+        .implementedAs([find](const std::string& name) { return find(name, false); });
+    manager_->finishRegistration();
+    units_ = {
+        {"cxvm-dirtier.service",
+         {"Service", "loaded", "active", "/throttled.slice/cxvm-dirtier.service",
+          "throttled.slice"}},
+        {"session-2.scope",
+         {"Scope", "loaded", "active", "/user.slice/user-1000.slice/session-2.scope",
+          "user-1000.slice"}},
+        {"backup.service", {"Service", "loaded", "inactive", "", "backup.slice"}},
+    };
+    for (const auto& [name, u] : units_) addUnit(name, u);
+    addUnit("nosuch.service", {"Service", "not-found", "inactive", "", ""});
+    conn_->requestName("org.freedesktop.systemd1");
+    conn_->enterEventLoopAsync();
+  }
+  ~FakeSystemd() {
+    conn_->leaveEventLoop();
+    objects_.clear();
+    manager_.reset();
+  }
+  const std::vector<std::string>& asked() const { return asked_; }
+
+ private:
+  static std::string pathOf(const std::string& name) {
+    std::string p = "/org/freedesktop/systemd1/unit/";
+    for (char c : name) {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        p += c;
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "_%02x", static_cast<unsigned char>(c));
+        p += buf;
+      }
+    }
+    return p;
+  }
+  void addUnit(const std::string& name, const Unit& u) {
+    auto obj = sdbus::createObject(*conn_, pathOf(name));
+    const std::string unitIface = "org.freedesktop.systemd1.Unit";
+    const std::string typeIface = "org.freedesktop.systemd1." + u.type;
+    obj->registerProperty("LoadState").onInterface(unitIface).withGetter([u] {
+      return u.loadState;
+    });
+    obj->registerProperty("ActiveState").onInterface(unitIface).withGetter([u] {
+      return u.activeState;
+    });
+    obj->registerProperty("ControlGroup").onInterface(typeIface).withGetter([u] {
+      return u.cgroup;
+    });
+    obj->registerProperty("Slice").onInterface(typeIface).withGetter([u] { return u.slice; });
+    obj->finishRegistration();
+    objects_.push_back(std::move(obj));
+  }
+
+  std::unique_ptr<sdbus::IConnection> conn_;
+  std::unique_ptr<sdbus::IObject> manager_;
+  std::vector<std::unique_ptr<sdbus::IObject>> objects_;
+  std::map<std::string, Unit> units_;
+  std::vector<std::string> asked_;
+};
+
+class DbusSystemd : public DbusBase {
+ protected:
+  static void SetUpTestSuite() { env().startBus(); }
+  static void TearDownTestSuite() { env().stop(); }
+  static std::string resolve(ctl::UnitLookup& lookup, const std::string& unit) {
+    auto r = ctl::resolveCgroupArg(unit, &lookup);
+    return r ? r->path : "ERR " + std::to_string(r.error().code) + ": " + r.error().message;
+  }
+};
+
+TEST_F(DbusSystemd, UnitsResolveThroughTheirControlGroup) {
+  FakeSystemd fake(env().address());
+  auto lookup = ctl::systemdUnitLookup(dbus::BusTarget::at(env().address()), false);
+  EXPECT_EQ(resolve(*lookup, "cxvm-dirtier.service"), "/throttled.slice/cxvm-dirtier.service");
+  EXPECT_EQ(resolve(*lookup, "session-2.scope"), "/user.slice/user-1000.slice/session-2.scope");
+  EXPECT_EQ(resolve(*lookup, "backup.service"),
+            "ERR 2: backup.service is not active (inactive): a unit has a cgroup only while it "
+            "runs; when started it will be /backup.slice/backup.service (backup.slice), pass "
+            "that path to set policy before it starts");
+  EXPECT_EQ(resolve(*lookup, "nosuch.service"),
+            "ERR 2: Unit nosuch.service not found (systemd has no such unit)");
+  EXPECT_EQ(resolve(*lookup, "denied.service"),
+            "ERR 5: Cannot resolve denied.service through systemd: Access denied "
+            "(org.freedesktop.DBus.Error.AccessDenied)");
+  // Slices and init.scope are not asked; a loaded unit is not loaded again.
+  EXPECT_EQ(resolve(*lookup, "a-b.slice"), "/a.slice/a-b.slice");
+  EXPECT_EQ(resolve(*lookup, "init.scope"), "/init.scope");
+  EXPECT_EQ(fake.asked(),
+            (std::vector<std::string>{"GetUnit cxvm-dirtier.service", "GetUnit session-2.scope",
+                                      "GetUnit backup.service", "LoadUnit backup.service",
+                                      "GetUnit nosuch.service", "LoadUnit nosuch.service",
+                                      "GetUnit denied.service"}));
+}
+
+TEST_F(DbusSystemd, NoSystemdOnTheBusFallsBackToTheDefaultSlice) {
+  auto lookup = ctl::systemdUnitLookup(dbus::BusTarget::at(env().address()), false);
+  auto r = ctl::resolveCgroupArg("backup.service", lookup.get());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->path, "/system.slice/backup.service");
+  EXPECT_TRUE(r->assumed);
+  EXPECT_NE(r->note.find("Note: systemd is not reachable ("), std::string::npos) << r->note;
+  EXPECT_NE(r->note.find("org.freedesktop.DBus.Error.ServiceUnknown"), std::string::npos)
+      << r->note;
+  // A bus that is not there at all: the same fallback.
+  auto gone = ctl::systemdUnitLookup(dbus::BusTarget::at("unix:path=/nonexistent/bus"), false);
+  auto g = ctl::resolveCgroupArg("backup.service", gone.get());
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->path, "/system.slice/backup.service");
+  EXPECT_NE(g->note.find("cannot connect"), std::string::npos) << g->note;
+}
+
 // ---- the shipped system-bus policy (packaging/org.cxiosync1.conf) -------------------------
 // A system-type bus with Debian's default rules plus our policy file; callers run as nobody
 // (setpriv), so the uid comes from the bus driver for real (no override in the server).
@@ -662,37 +676,7 @@ class DbusSystemPolicy : public DbusBase {
  protected:
   static void SetUpTestSuite() {
     std::string dir = ::testing::TempDir() + "/cxiosync-sysbus-" + std::to_string(getpid());
-    mkdir(dir.c_str(), 0755);
-    std::string conf = dir + "/system.conf";
-    std::ofstream(conf)
-        << R"(<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=)"
-        << dir << R"(/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-    <allow send_destination="org.freedesktop.DBus"
-           send_interface="org.freedesktop.DBus.Introspectable"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
-  </policy>
-  <include ignore_missing="yes">/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf</include>
-  <include>)"
-        << kDir << R"(/../../packaging/org.cxiosync1.conf</include>
-</busconfig>
-)";
+    std::string conf = bustest::writeSystemPolicyBusConfig(dir, kDir + "/../..");
     env().startBus(conf);
     chmod((dir + "/bus").c_str(), 0777);
   }

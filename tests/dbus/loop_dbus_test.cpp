@@ -28,6 +28,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/client.h"
+#include "tests/dbus/bus_fixture.h"
 
 namespace {
 
@@ -41,88 +42,13 @@ const std::string kDir = CXIOSYNC_DBUS_TEST_DIR;
 const std::string kIdl = CXIOSYNC_DBUS_IDL_PATH;
 using Opts = std::map<std::string, sdbus::Variant>;
 
-struct RunResult {
-  int rc = -1;
-  std::string out, err;
-};
+using bustest::readLine;
+using bustest::RunResult;
+using bustest::spawn;
 
-pid_t spawn(const std::vector<std::string>& argv, int* outFd, int* errFd) {
-  int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    dup2(devnull, 0);
-    dup2(out[1], 1);
-    // Without a reader for stderr, /dev/null: a write to a closed pipe would kill the child.
-    dup2(errFd ? err[1] : devnull, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  *outFd = out[0];
-  if (errFd) {
-    *errFd = err[0];
-  } else {
-    close(err[0]);
-  }
-  return pid;
-}
-
-RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout = 60s) {
-  RunResult r;
-  int outFd, errFd;
-  pid_t pid = spawn(argv, &outFd, &errFd);
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool outOpen = true, errOpen = true;
-  while (outOpen || errOpen) {
-    struct pollfd fds[2] = {{outOpen ? outFd : -1, POLLIN, 0}, {errOpen ? errFd : -1, POLLIN, 0}};
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    if (left <= 0 || poll(fds, 2, left) <= 0) {
-      kill(pid, SIGKILL);
-      r.err += "\n[test: timed out]";
-      break;
-    }
-    char buf[4096];
-    for (int i = 0; i < 2; ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        (i == 0 ? outOpen : errOpen) = false;
-      } else {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
-      }
-    }
-  }
-  close(outFd);
-  close(errFd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string readLine(int fd, std::chrono::milliseconds timeout) {
-  std::string line;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    struct pollfd p = {fd, POLLIN, 0};
-    if (left <= 0 || poll(&p, 1, left) <= 0) return line;
-    char c;
-    if (read(fd, &c, 1) != 1) return line;
-    if (c == '\n') return line;
-    line += c;
-  }
+// Loop commands may wait for udev and the kernel: a longer timeout than the fixture's default.
+RunResult run(const std::vector<std::string>& argv) {
+  return bustest::run(argv, {}, 60s);
 }
 
 std::string slurp(const std::string& path) {
@@ -178,53 +104,15 @@ std::string whyNoLoops() {
   return {};
 }
 
-class Env {
+class Env : public bustest::PrivateBus {
  public:
-  void startBus() {
-    busPid_ = spawn({"/usr/bin/dbus-daemon", "--config-file=" + kDir + "/test-bus.conf",
-                     "--print-address=1", "--nofork"},
-                    &busOut_, nullptr);
-    address_ = readLine(busOut_, 10s);
-  }
+  void startBus() { (void)PrivateBus::startBus(kDir + "/test-bus.conf"); }
   bool startServer(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {kServer, "--address=" + address_, "--loop-run-dir=" + runDir};
+    std::vector<std::string> argv = {kServer, "--address=" + address(), "--loop-run-dir=" + runDir};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    serverPid_ = spawn(argv, &serverOut_, nullptr);
-    auto client = dbus::Client::connect(dbus::BusTarget::at(address_));
-    for (int i = 0; i < 400; ++i) {
-      if (client->daemonRunning()) return true;
-      std::this_thread::sleep_for(25ms);
-    }
-    return false;
+    return PrivateBus::startServer(argv, 10s);
   }
-  void stopServer() {
-    if (serverPid_ > 0) {
-      kill(serverPid_, SIGTERM);
-      int st;
-      waitpid(serverPid_, &st, 0);
-      serverPid_ = -1;
-      close(serverOut_);
-    }
-  }
-  void stop() {
-    stopServer();
-    if (busPid_ > 0) {
-      kill(busPid_, SIGTERM);
-      int st;
-      waitpid(busPid_, &st, 0);
-      busPid_ = -1;
-      close(busOut_);
-    }
-  }
-  bool serverAlive() const { return serverPid_ > 0 && kill(serverPid_, 0) == 0; }
-  pid_t serverPid() const { return serverPid_; }
-  const std::string& address() const { return address_; }
   std::string runDir, dataDir;
-
- private:
-  pid_t busPid_ = -1, serverPid_ = -1;
-  int busOut_ = -1, serverOut_ = -1;
-  std::string address_;
 };
 
 class DbusLoop : public ::testing::Test {
@@ -699,58 +587,20 @@ TEST_F(DbusLoop, TheServerLeaksNoFileDescriptors) {
 TEST_F(DbusLoop, ARealNobodyCallerIsRefusedOnTheSystemPolicyBus) {
   if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "no setpriv";
   std::string dir = fs::path(env().runDir).parent_path() / "sysbus";
-  fs::create_directories(dir);
-  std::string conf = dir + "/system.conf";
-  std::ofstream(conf)
-      << R"(<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=)"
-      << dir << R"(/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="method_call"/>
-    <allow receive_type="method_return"/>
-    <allow receive_type="error"/>
-    <allow receive_type="signal"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-  </policy>
-  <include>)"
-      << kDir << R"(/../../packaging/org.cxiosync1.conf</include>
-</busconfig>
-)";
-  int busOut;
-  pid_t bus =
-      spawn({"/usr/bin/dbus-daemon", "--config-file=" + conf, "--print-address=1", "--nofork"},
-            &busOut, nullptr);
-  std::string address = readLine(busOut, 10s);
-  ASSERT_FALSE(address.empty());
+  std::string conf = bustest::writeSystemPolicyBusConfig(dir, kDir + "/../..");
+  bustest::PrivateBus sys;
+  ASSERT_TRUE(sys.startBus(conf));
   chmod((dir + "/bus").c_str(), 0777);
-  chmod(dir.c_str(), 0755);
-  int srvOut;
-  pid_t srv =
-      spawn({kServer, "--address=" + address, "--loop-run-dir=" + env().runDir}, &srvOut, nullptr);
-  auto client = dbus::Client::connect(dbus::BusTarget::at(address));
-  bool up = false;
-  for (int i = 0; i < 400 && !up; ++i) {
-    up = client->daemonRunning();
-    if (!up) std::this_thread::sleep_for(25ms);
-  }
+  bool up = sys.startServer(
+      {kServer, "--address=" + sys.address(), "--loop-run-dir=" + env().runDir}, 10s);
   std::string img = image("nobody-real.img");
   chmod(img.c_str(), 0644);
   const auto loopsBefore = ours();
   bool probed = false;
   auto asNobody = [&](std::vector<std::string> args) {
     std::vector<std::string> argv = {
-        "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",    "--clear-groups", "--", kCtl,
-        "--bus=" + address, "--no-pager",    "--no-ask-password"};
+        "/usr/bin/setpriv",       "--reuid=65534", "--regid=65534",    "--clear-groups", "--", kCtl,
+        "--bus=" + sys.address(), "--no-pager",    "--no-ask-password"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
   };
@@ -769,13 +619,7 @@ TEST_F(DbusLoop, ARealNobodyCallerIsRefusedOnTheSystemPolicyBus) {
       EXPECT_EQ(ours(), loopsBefore);
     }
   }
-  kill(srv, SIGTERM);
-  kill(bus, SIGTERM);
-  int st;
-  waitpid(srv, &st, 0);
-  waitpid(bus, &st, 0);
-  close(srvOut);
-  close(busOut);
+  sys.stop();
   ASSERT_TRUE(up) << "server did not start on the system-policy bus";
   if (!probed) GTEST_SKIP() << "nobody cannot run " << kCtl;
 }
