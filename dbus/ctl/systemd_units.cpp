@@ -34,16 +34,13 @@ UnitAnswer fromError(const sdbus::Error& e) {
   return a;
 }
 
+// "foo.service" → "org.freedesktop.systemd1.Service" (likewise .Scope, .Slice, .Socket, ...).
 std::string typeInterface(const std::string& unit) {
   auto dot = unit.rfind('.');
   std::string type = dot == std::string::npos ? "" : unit.substr(dot + 1);
-  if (type == "service") return "org.freedesktop.systemd1.Service";
-  if (type == "scope") return "org.freedesktop.systemd1.Scope";
-  if (type == "slice") return "org.freedesktop.systemd1.Slice";
-  if (type == "socket") return "org.freedesktop.systemd1.Socket";
-  if (type == "mount") return "org.freedesktop.systemd1.Mount";
-  if (type == "swap") return "org.freedesktop.systemd1.Swap";
-  return kUnitInterface;
+  if (type.empty() || type[0] < 'a' || type[0] > 'z') return kUnitInterface;
+  type[0] = static_cast<char>(type[0] - 'a' + 'A');
+  return "org.freedesktop.systemd1." + type;
 }
 
 class SystemdUnits final : public UnitLookup {

@@ -89,6 +89,13 @@ UnitAnswer active(std::string cgroup, std::string slice) {
   return a;
 }
 
+UnitAnswer failed(UnitAnswer::Kind kind, std::string reason) {
+  UnitAnswer a;
+  a.kind = kind;
+  a.reason = std::move(reason);
+  return a;
+}
+
 TEST(UnitName, ServicesAndScopesAskSystemd) {
   FakeSystemd sd;
   sd.answers["cxvm-dirtier.service"] =
@@ -167,10 +174,7 @@ TEST(UnitName, UnknownUnitIsAnError) {
 
 TEST(UnitName, UnreachableSystemdFallsBackToTheDefaultSliceWithANote) {
   FakeSystemd sd;
-  UnitAnswer down;
-  down.kind = UnitAnswer::Kind::Unreachable;
-  down.reason = "not booted with systemd";
-  sd.answers["backup.service"] = down;
+  sd.answers["backup.service"] = failed(UnitAnswer::Kind::Unreachable, "not booted with systemd");
   auto r = resolveCgroupArg("backup.service", &sd);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->path, "/system.slice/backup.service");
@@ -188,10 +192,8 @@ TEST(UnitName, UnreachableSystemdFallsBackToTheDefaultSliceWithANote) {
 
 TEST(UnitName, SystemdErrorsAreNotGuessedAround) {
   FakeSystemd sd;
-  UnitAnswer refused;
-  refused.kind = UnitAnswer::Kind::Refused;
-  refused.reason = "Access denied (org.freedesktop.DBus.Error.AccessDenied)";
-  sd.answers["a.service"] = refused;
+  sd.answers["a.service"] =
+      failed(UnitAnswer::Kind::Refused, "Access denied (org.freedesktop.DBus.Error.AccessDenied)");
   auto r = resolveCgroupArg("a.service", &sd);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, EIO);
