@@ -46,11 +46,8 @@ sd_io_max_now=$(sd_io_max)
 cxvm_result_str io_max_slice "$sd_io_max_now"
 [ "$sd_io_max_now" = "$ORIG" ] || cxvm_fail "throttled.slice io.max '$sd_io_max_now' != '$ORIG'"
 
-# One dirtier unit for all phases. cxiosyncd learns about cgroups created after its start only
-# at its next tree walk (every 30 s; a syncer waiting on an unknown cgroup does not trigger
-# one yet), so it is restarted once here, after the slice and the unit exist.
+# One dirtier unit for all phases.
 sd_dirtier_start
-systemctl restart cxiosyncd || cxvm_fail "restart failed"
 
 # ---- A. fast with cxiosyncd ---------------------------------------------------------
 sd_dirtier "$MIB"
