@@ -149,7 +149,7 @@ void Daemon::openDropIns() {
   }
   std::unique_ptr<UnitDropInFinder> finder;
   if (mode == UnitDropInMode::Auto || mode == UnitDropInMode::Systemd) {
-    auto units = SystemdUnits::connect();
+    auto units = SystemdDropInFinder::connect();
     if (units) {
       spdlog::info("unit drop-ins: asking systemd over its {} (DropInPaths, Reloading)",
                    units.value()->via());
@@ -218,7 +218,8 @@ void Daemon::watchSystemd() {
         (void)loop_->setTimer(systemdReconnectTimer_, kSystemdReconnect, kSystemdReconnect);
       },
       [this]() -> EventLoop::Prepared {
-        return {EventLoop::pollToEpoll(systemd_->pollEvents()), systemd_->timeout()};
+        auto timeout = systemd_->pending() ? std::chrono::microseconds(0) : systemd_->timeout();
+        return {EventLoop::pollToEpoll(systemd_->pollEvents()), timeout};
       });
   if (!io) {
     spdlog::warn("cannot listen to systemd's signals: {}", io.error().message);

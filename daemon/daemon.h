@@ -27,7 +27,7 @@
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/snapshot_builder.h"
-#include "daemon/systemd_units.h"
+#include "daemon/systemd_dropins.h"
 #include "daemon/unit_dropins.h"
 #include "policy/config/resolver.h"
 #include "policy/config/yaml_config.h"
@@ -107,8 +107,8 @@ class Daemon {
   EventLoop::SourceId reloadTimer_ = 0;
   int inotifyFd_ = -1;
 
-  std::unique_ptr<DropInLayer> dropIns_;  // null with --unit-dropins=off
-  SystemdUnits* systemd_ = nullptr;       // dropIns_'s finder when it is systemd
+  std::unique_ptr<DropInLayer> dropIns_;    // null with --unit-dropins=off
+  SystemdDropInFinder* systemd_ = nullptr;  // dropIns_'s finder when it is systemd
   std::unique_ptr<DropInWatch> dropInWatch_;
   EventLoop::SourceId systemdSource_ = 0;
   EventLoop::SourceId systemdReconnectTimer_ = 0;

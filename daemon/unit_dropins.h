@@ -4,7 +4,7 @@
 // (policy/config/resolver.h, PolicyLayers::dropIn).
 //
 // Which unit owns a cgroup and which drop-in files apply, in which order, is systemd's answer
-// where systemd runs (daemon/systemd_units.h: GetUnitByControlGroup + DropInPaths), and the
+// where systemd runs (daemon/systemd_dropins.h: GetUnitByControlGroup + DropInPaths), and the
 // standard-conf precedence below a root otherwise (SearchPathDropInFinder). Files are read and
 // parsed here (daemon/config_loader.h); the parsing itself is pure (policy/config/dropin.h).
 //

@@ -9,6 +9,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/dropin_watch.h"
+#include "daemon/systemd_dropins.h"
 #include "policy/config/defaults.h"
 #include "test_util.h"
 
@@ -51,6 +52,16 @@ TEST(SearchPathDropInFinder, FindsTheUnitOfACgroupAndItsFilesInSystemdOrder) {
   auto inside = finder.find(cg("/system.slice/docker.service/payload"));
   ASSERT_TRUE(inside);
   EXPECT_FALSE(inside->has_value());
+}
+
+// The object path GetUnitByControlGroup's answer is compared with (systemd's bus_label_escape).
+TEST(SystemdDropInFinder, UnitObjectPathsAreEscapedLikeSystemdDoes) {
+  EXPECT_EQ(unitObjectPath("backup.slice"), "/org/freedesktop/systemd1/unit/backup_2eslice");
+  EXPECT_EQ(unitObjectPath("-.slice"), "/org/freedesktop/systemd1/unit/_2d_2eslice");
+  EXPECT_EQ(unitObjectPath("run-u16.service"),
+            "/org/freedesktop/systemd1/unit/run_2du16_2eservice");
+  EXPECT_EQ(unitObjectPath("getty@tty1.service"),
+            "/org/freedesktop/systemd1/unit/getty_40tty1_2eservice");
 }
 
 // A finder whose answers the test sets; counts the questions.

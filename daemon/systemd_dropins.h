@@ -2,9 +2,10 @@
 // Asks systemd (PID 1) which unit owns a cgroup and which drop-in files it applies, in its own
 // order, and hears when it reloads: the UnitDropInFinder used where systemd runs.
 //
-//   GetUnitByControlGroup(cgroup) -> unit object; its Id must be the unit that names exactly
-//   this cgroup (systemd answers with the closest owner for a cgroup inside a unit, e.g. a
-//   delegated container subtree: that one has no unit of its own); then DropInPaths.
+//   GetUnitByControlGroup(cgroup) -> unit object; it must be the unit that names exactly this
+//   cgroup (systemd answers with the closest owner for a cgroup inside a unit, e.g. a delegated
+//   container subtree: that one has no unit of its own); then its DropInPaths. Two round trips
+//   per cgroup, only for cgroups the daemon has not seen before.
 //   Signal Manager.Reloading(false): a daemon-reload (or daemon-reexec) finished; DropInPaths
 //   may have changed.
 //
@@ -14,6 +15,7 @@
 // synchronous with a short timeout: PID 1 answers in microseconds unless it is reloading, and
 // they happen only for cgroups the daemon has not seen before.
 #include <sys/types.h>
+#include <systemd/sd-bus.h>
 
 #include <chrono>
 #include <memory>
@@ -22,18 +24,18 @@
 
 #include "daemon/unit_dropins.h"
 
-typedef struct sd_bus sd_bus;
-typedef struct sd_bus_slot sd_bus_slot;
-
 namespace cxiosync {
 
-class SystemdUnits final : public UnitDropInFinder {
+// D-Bus object path of a unit: "/org/freedesktop/systemd1/unit/backup_2eslice".
+std::string unitObjectPath(std::string_view unit);
+
+class SystemdDropInFinder final : public UnitDropInFinder {
  public:
   // Fails when systemd is not PID 1 or answers on neither connection.
-  static Result<std::unique_ptr<SystemdUnits>> connect();
-  ~SystemdUnits() override;
-  SystemdUnits(const SystemdUnits&) = delete;
-  SystemdUnits& operator=(const SystemdUnits&) = delete;
+  static Result<std::unique_ptr<SystemdDropInFinder>> connect();
+  ~SystemdDropInFinder() override;
+  SystemdDropInFinder(const SystemdDropInFinder&) = delete;
+  SystemdDropInFinder& operator=(const SystemdDropInFinder&) = delete;
 
   std::string_view name() const override { return "systemd"; }
   Result<std::optional<UnitDropInList>> find(const CgroupPath& cgroup) override;
@@ -51,20 +53,28 @@ class SystemdUnits final : public UnitDropInFinder {
     int reloads = 0;            // Reloading(false) signals seen
     bool disconnected = false;  // PID 1 closed the connection (daemon-reexec): reconnect()
   };
+  // Dispatches what arrived; reloads are reported once, a disconnect until reconnect().
   Processed process();
+  // process() has something to report without the fd becoming readable (find() dispatched).
+  bool pending() const { return reloads_ > 0 || disconnected_; }
   // After `disconnected`: opens a new connection (fd() changes). Error if PID 1 does not answer.
   Status reconnect();
 
  private:
-  SystemdUnits() = default;
+  SystemdDropInFinder() = default;
   Status open();
   void close();
+  void dispatch();  // sd_bus_process until idle: counts Reloading, notices a disconnect
   Result<std::string> unitObjectOf(const CgroupPath& cgroup, const std::string& unitName);
 
   sd_bus* bus_ = nullptr;
+  static int onReloading(sd_bus_message* m, void* userdata, sd_bus_error* error);
+
   sd_bus_slot* match_ = nullptr;
   std::string via_;
   int reloads_ = 0;
+  bool reloading_ = false;  // between Reloading(true) and Reloading(false)
+  bool disconnected_ = false;
 };
 
 }  // namespace cxiosync

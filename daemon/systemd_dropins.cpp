@@ -1,4 +1,4 @@
-#include "daemon/systemd_units.h"
+#include "daemon/systemd_dropins.h"
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
@@ -30,31 +30,35 @@ struct BusError {
   }
 };
 
-int onReloading(sd_bus_message* m, void* userdata, sd_bus_error*) {
+}  // namespace
+
+int SystemdDropInFinder::onReloading(sd_bus_message* m, void* userdata, sd_bus_error*) {
+  auto* self = static_cast<SystemdDropInFinder*>(userdata);
   int active = 0;
-  if (sd_bus_message_read(m, "b", &active) >= 0 && !active) ++*static_cast<int*>(userdata);
+  if (sd_bus_message_read(m, "b", &active) < 0) return 0;
+  self->reloading_ = active != 0;
+  if (!active) ++self->reloads_;
   return 0;
 }
 
-}  // namespace
-
-Result<std::unique_ptr<SystemdUnits>> SystemdUnits::connect() {
+Result<std::unique_ptr<SystemdDropInFinder>> SystemdDropInFinder::connect() {
   if (sd_booted() <= 0) return makeError("the system was not booted with systemd", ENOMEDIUM);
-  std::unique_ptr<SystemdUnits> u(new SystemdUnits());
+  std::unique_ptr<SystemdDropInFinder> u(new SystemdDropInFinder());
   if (auto st = u->open(); !st) return st.error();
   return u;
 }
 
-SystemdUnits::~SystemdUnits() {
+SystemdDropInFinder::~SystemdDropInFinder() {
   close();
 }
 
-void SystemdUnits::close() {
+void SystemdDropInFinder::close() {
   match_ = sd_bus_slot_unref(match_);
   if (bus_) bus_ = sd_bus_flush_close_unref(bus_);
+  reloading_ = disconnected_ = false;
 }
 
-Status SystemdUnits::open() {
+Status SystemdDropInFinder::open() {
   close();
   std::string errors;
   // The private socket first: PID 1 itself, no broker.
@@ -80,7 +84,7 @@ Status SystemdUnits::open() {
   // On the bus, the sender is PID 1's well-known name; on the private socket there is none.
   const char* sender = via_ == "system bus" ? kDestination : nullptr;
   int r = sd_bus_match_signal(bus_, &match_, sender, kManagerPath, kManagerInterface, "Reloading",
-                              onReloading, &reloads_);
+                              onReloading, this);
   if (r < 0) {
     close();
     return makeError(std::string("cannot watch systemd's Reloading signal: ") + std::strerror(-r),
@@ -100,20 +104,20 @@ Status SystemdUnits::open() {
   return Ok{};
 }
 
-Status SystemdUnits::reconnect() {
+Status SystemdDropInFinder::reconnect() {
   return open();
 }
 
-int SystemdUnits::fd() const {
+int SystemdDropInFinder::fd() const {
   return bus_ ? sd_bus_get_fd(bus_) : -1;
 }
 
-uint32_t SystemdUnits::pollEvents() const {
+uint32_t SystemdDropInFinder::pollEvents() const {
   int e = bus_ ? sd_bus_get_events(bus_) : 0;
   return e < 0 ? 0 : static_cast<uint32_t>(e);
 }
 
-std::optional<std::chrono::microseconds> SystemdUnits::timeout() const {
+std::optional<std::chrono::microseconds> SystemdDropInFinder::timeout() const {
   uint64_t at = 0;
   if (!bus_ || sd_bus_get_timeout(bus_, &at) < 0 || at == UINT64_MAX) return std::nullopt;
   timespec ts{};
@@ -123,28 +127,23 @@ std::optional<std::chrono::microseconds> SystemdUnits::timeout() const {
   return std::chrono::microseconds(at > now ? at - now : 0);
 }
 
-SystemdUnits::Processed SystemdUnits::process() {
-  Processed p;
-  if (!bus_) {
-    p.disconnected = true;
-    return p;
-  }
-  for (;;) {
+void SystemdDropInFinder::dispatch() {
+  while (bus_ && !disconnected_) {
     int r = sd_bus_process(bus_, nullptr);
-    if (r < 0) {
-      p.disconnected = true;
-      close();
-      break;
-    }
-    if (r == 0) break;
+    if (r < 0) disconnected_ = true;  // closed by reconnect(), after the loop let go of fd()
+    if (r <= 0) break;
   }
-  p.reloads = reloads_;
+}
+
+SystemdDropInFinder::Processed SystemdDropInFinder::process() {
+  dispatch();
+  Processed p{reloads_, disconnected_ || !bus_};
   reloads_ = 0;
   return p;
 }
 
-Result<std::string> SystemdUnits::unitObjectOf(const CgroupPath& cgroup,
-                                               const std::string& unitName) {
+Result<std::string> SystemdDropInFinder::unitObjectOf(const CgroupPath& cgroup,
+                                                      const std::string& unitName) {
   BusError err;
   sd_bus_message* reply = nullptr;
   // The root slice owns "/", which systemd's cgroup lookup does not take: ask by name.
@@ -168,32 +167,47 @@ Result<std::string> SystemdUnits::unitObjectOf(const CgroupPath& cgroup,
   return out;
 }
 
-Result<std::optional<UnitDropInList>> SystemdUnits::find(const CgroupPath& cgroup) {
+std::string unitObjectPath(std::string_view unit) {
+  // systemd's bus_label_escape(): [A-Za-z0-9] kept, any other byte as _xx (lower-case hex).
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "/org/freedesktop/systemd1/unit/";
+  if (unit.empty()) return out + "_";
+  for (unsigned char c : unit) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+      out += static_cast<char>(c);
+    } else {
+      out += '_';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+Result<std::optional<UnitDropInList>> SystemdDropInFinder::find(const CgroupPath& cgroup) {
   // Only cgroups laid out as a unit's own can belong to one; no call for the others (delegated
   // subtrees hold thousands of container cgroups).
   std::string expected = unitForCgroupPath(cgroup);
   if (expected.empty()) return std::optional<UnitDropInList>{};
-  if (!bus_) return makeError("not connected to systemd", ENOTCONN);
+  // PID 1 answers nothing while it reloads: do not wait for the call timeout. Signals already
+  // received but not yet dispatched count (a refresh may run before the loop reads the bus).
+  dispatch();
+  if (!bus_ || disconnected_) return makeError("not connected to systemd", ENOTCONN);
+  if (reloading_) return makeError("systemd is reloading", EAGAIN);
   auto object = unitObjectOf(cgroup, expected);
   if (!object) {
     if (object.error().code == ENOENT) return std::optional<UnitDropInList>{};
     return object.error();
   }
+  // systemd names the closest owner of a cgroup inside a unit: not this cgroup's own unit. Its
+  // object path says which unit it is (one round trip less than asking for its Id).
+  if (*object != unitObjectPath(expected)) return std::optional<UnitDropInList>{};
   BusError err;
-  char* id = nullptr;
-  int r = sd_bus_get_property_string(bus_, kDestination, object->c_str(), kUnitInterface, "Id",
-                                     &err.e, &id);
-  if (r < 0) return makeError("Id of " + *object + ": " + err.text(r), -r);
-  std::string unit = id ? id : "";
-  free(id);
-  // systemd names the closest owner of a cgroup inside a unit: not this cgroup's own unit.
-  if (unit != expected) return std::optional<UnitDropInList>{};
   char** paths = nullptr;
-  BusError err2;
-  r = sd_bus_get_property_strv(bus_, kDestination, object->c_str(), kUnitInterface, "DropInPaths",
-                               &err2.e, &paths);
-  if (r < 0) return makeError("DropInPaths of " + unit + ": " + err2.text(r), -r);
-  UnitDropInList list{unit, {}};
+  int r = sd_bus_get_property_strv(bus_, kDestination, object->c_str(), kUnitInterface,
+                                   "DropInPaths", &err.e, &paths);
+  if (r < 0) return makeError("DropInPaths of " + expected + ": " + err.text(r), -r);
+  UnitDropInList list{expected, {}};
   for (char** p = paths; p && *p; ++p) {
     list.files.emplace_back(*p);
     free(*p);
