@@ -5,9 +5,10 @@
 #      .deb repacked as VERSION+cxvm1 (dpkg-deb -R / -b; payload and maintainer scripts
 #      unchanged), installed in dpkg -i's two steps, as apt does: --unpack, then (with a sync
 #      waiting and the slice's limit boosted) --configure, whose postinst restarts the
-#      service. Checked: a new main PID; the old daemon's stop restored the limit (no
-#      shutdown lift, nothing left lifted); persistent and --runtime settings, the admin's edit
-#      of the conffile and the admin's files survive.
+#      service. Checked: a new main PID; the old daemon's boost ended at its stop with the
+#      slice's limit in io.max (restored, or already rewritten by systemd at the postinst's
+#      daemon-reload), no shutdown lift, an empty boost journal; persistent and --runtime
+#      settings, the admin's edit of the conffile and the admin's files survive.
 #   R. dpkg -r: the service stops, programs and unit files go, the configuration and
 #      /var/lib/cxiosync stay (dpkg state config-files).
 #   P. dpkg -P: every file of the package, /run/cxiosync, /var/lib/cxiosync and the unit's
@@ -28,7 +29,8 @@ CONF=/etc/cxiosync/cxiosync.yaml
 ADMIN_YAML=/etc/cxiosync/cxiosync.d/91-cxvm-admin.yaml
 ADMIN_DROPIN=/etc/systemd/system/cxiosyncd.service.d/90-cxvm-admin.conf
 # MIB at BOOST bytes/s must outlast dpkg --configure under TCG (measured 37 s on a loaded
-# host): 4 MiB at 50 KB/s is 84 s. The scenario then ends the sync early (ceiling max).
+# host): 4 MiB at 50 KB/s is 84 s. The scenario then ends the sync early (systemd lifts the
+# slice's limit).
 # Rates in K (x1000), as IOWriteBandwidthMax=.
 LIMIT=${SD_PKG_LIMIT:-25K} BOOST=${SD_PKG_BOOST:-50K} MIB=${SD_PKG_MIB:-4}
 ORIG="$CXVM_SCRATCH_MAJMIN rbps=max wbps=${LIMIT%K}000 riops=max wiops=max"
@@ -140,10 +142,10 @@ isolate_after=$(show_knob /system.slice sync_isolation)
 # slice's limit (the daemon keeps "their value" and drops its record), then puts it back.
 reboosted=$(journalctl -q -o cat _PID="$pid_new" | grep -c '^boost /throttled.slice ')
 # (systemd 252 does not take "max" here.)
-systemctl set-property --runtime $SD_SLICE "IOWriteBandwidthMax=$CXVM_SCRATCH_DEV 1G"
+systemctl set-property --runtime "$SD_SLICE" "IOWriteBandwidthMax=$CXVM_SCRATCH_DEV 1G"
 wait $spid
 t_sync_u=$(((${EPOCHREALTIME/./} - since_u) / 1000))
-systemctl set-property --runtime $SD_SLICE "IOWriteBandwidthMax=$CXVM_SCRATCH_DEV $LIMIT"
+systemctl set-property --runtime "$SD_SLICE" "IOWriteBandwidthMax=$CXVM_SCRATCH_DEV $LIMIT"
 sd_wait_io_max "$ORIG" 10 || cxvm_fail "U: a limit stays lifted after the upgrade: '$(sd_io_max)'"
 # How the old daemon's boost ended at its stop: a restore (reason shutdown) or, when the
 # postinst's daemon-reload had already made systemd rewrite the slice's io.max (to its
@@ -156,7 +158,7 @@ restored_on_stop=$(grep -cE "^restore /throttled.slice .*\(shutdown\)|^io.max of
 lifted_on_stop=$(grep -cE 'action=shutdown-lift|system is shutting down' <<<"$old_log")
 journal_u=$(</run/cxiosync/boosts.json)
 conf_kept=$(md5sum -c --status <<<"$conf_md5" && echo yes || echo no)
-leftovers=$(ls /etc/cxiosync/*.dpkg-* 2>/dev/null | tr '\n' ' ')
+leftovers=$(find /etc/cxiosync -name '*.dpkg-*' | tr '\n' ' ')
 cxvm_result_str status_upgraded "$(pkg_status)"
 cxvm_result_str upgrade_state "$state_u"
 cxvm_result upgrade_pid_changed "$([ "$pid_new" != "$pid_old" ] && echo true || echo false)"
@@ -193,7 +195,7 @@ files=$(dpkg-query -L cxiosync) || cxvm_fail "dpkg-query -L failed"
 dpkg_timed t_remove remove -r cxiosync
 state_r=$(sd_prop cxiosyncd ActiveState)
 load_r=$(sd_prop cxiosyncd LoadState)
-gone_r= kept_r=
+gone_r='' kept_r=''
 for f in /usr/sbin/cxiosyncd /usr/bin/cxiosyncctl /lib/systemd/system/cxiosyncd.service \
 	/usr/share/dbus-1/system-services/org.cxiosync1.service; do
 	[ -e "$f" ] && cxvm_fail "R: $f is still there"
