@@ -53,6 +53,9 @@ bool DropInLayer::track(const CgroupPath& cgroup, TimePoint now) {
 }
 
 bool DropInLayer::refreshAll(TimePoint now) {
+  // Asked for because something changed (a file, systemd finished reloading): ask at once,
+  // whatever the last failure said.
+  finderDownUntil_ = TimePoint{};
   return sweep(now, true);
 }
 

@@ -73,7 +73,8 @@ class DropInLayer {
   // Re-reads every loaded cgroup's unit and files (and forgets those unused for kForgetAfter,
   // with neither a descendant used in that time).
   // Returns true if the layer changed. A unit whose files fail to parse keeps its previous
-  // settings; the error is logged with FILE:LINE.
+  // settings; the error is logged with FILE:LINE. Ends a back-off (kFinderBackoff): the caller
+  // knows something changed, e.g. systemd finished reloading.
   bool refreshAll(TimePoint now);
   // Periodic upkeep: forgets cgroups unused for kForgetAfter and asks again for those whose
   // lookup failed. Returns true if the layer changed.

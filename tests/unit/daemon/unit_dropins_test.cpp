@@ -167,6 +167,14 @@ TEST(DropInLayer, AFinderFailureKeepsSettingsBacksOffAndUpkeepAsksAgain) {
   EXPECT_TRUE(fx.layer->maintain(t0 + 2s + DropInLayer::kFinderBackoff));
   EXPECT_EQ(fx.finder->calls, calls + 3);  // the three pending lookups, nothing else
   EXPECT_TRUE(fx.layer->layer().count(cg("/other.slice")));
+
+  // An explicit refresh (systemd's Reloading(false), an edited file) ends a back-off at once.
+  fx.finder->failure = makeError("systemd is reloading", EAGAIN);
+  EXPECT_FALSE(fx.layer->refreshAll(t0 + 20s));
+  fx.finder->failure.reset();
+  writeFile(fx.file, "[X-CxIOSync]\nBoost=allow\n");
+  EXPECT_TRUE(fx.layer->refreshAll(t0 + 21s));
+  EXPECT_EQ(fx.layer->layer().at(cg("/other.slice")).boost->value, BoostPermission::Allow);
 }
 
 TEST(DropInLayer, ForgetsUnusedCgroupsButKeepsAncestorsOfUsedOnes) {

@@ -11,12 +11,19 @@
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/systemd_common.inc"
 
-save_journal() { journalctl -q -u cxiosyncd -o short-monotonic >"$CXVM_OUT/cxiosyncd.journal" 2>&1; }
-trap save_journal EXIT
+# On any exit: the journal for the report, and no policy of ours left for the next scenario.
+cleanup() {
+	journalctl -q -u cxiosyncd -o short-monotonic >"$CXVM_OUT/cxiosyncd.journal" 2>&1
+	rm -f "$EXTRA" /etc/cxiosync/cxiosync.d/90-cxvm-dropins.yaml
+	printf '[X-CxIOSync]\nBoost=allow\n' >"$DROPIN"
+	systemctl daemon-reload
+	systemctl reload cxiosyncd
+}
 MIB=${SD_DROPIN_MIB:-6}
 DROPIN=/etc/systemd/system/$SD_SLICE.d/70-cxiosync.conf
 EXTRA=/etc/systemd/system/$SD_SLICE.d/80-cxvm-maxboost.conf
 ORIG="$CXVM_SCRATCH_MAJMIN rbps=max wbps=1000000 riops=max wiops=max"
+trap cleanup EXIT
 
 sd_install_deb # nothing to do after systemd_pid1
 systemctl is-active --quiet cxiosyncd || systemctl start cxiosyncd || cxvm_fail "cannot start cxiosyncd"
@@ -108,11 +115,6 @@ cxvm_result_str max_boost_after_reload "$(show_knob max_boost_seconds)"
 cxiosyncctl show "$SD_SLICE" | tee "$CXVM_OUT/show_c.txt"
 reloaded=$(journalctl -q -u cxiosyncd -o cat | grep -c 'systemd reloaded its units')
 cxvm_result reloading_signals_seen "$reloaded"
-
-# Leave the slice as systemd_pid1 set it up for whatever runs next.
-rm -f "$EXTRA" /etc/cxiosync/cxiosync.d/90-cxvm-dropins.yaml
-systemctl daemon-reload
-systemctl reload cxiosyncd
 
 [ $((t_a * 3)) -lt "$t_b" ] || cxvm_fail "allow $t_a ms is not much faster than deny $t_b ms"
 cxvm_log "ok: allow $t_a ms, deny $t_b ms, edit applied in $t_edit ms"
