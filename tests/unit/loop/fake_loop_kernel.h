@@ -36,6 +36,22 @@ class TempDir {
   std::string path_;
 };
 
+// The backing file most tests attach: a 64 MiB image on ext4 (direct I/O aligned at 4096).
+inline BackingInfo ext4ImageBacking() {
+  BackingInfo b;
+  b.accessMode = O_RDWR;
+  b.isRegular = true;
+  b.fsDevice = {8, 1};
+  b.inode = 77;
+  b.size = 64 << 20;
+  b.fsMagic = 0xEF53;
+  b.dioAlignKnown = true;
+  b.dioOffsetAlign = 4096;
+  b.bdevLogicalBlockSize = 4096;
+  b.path = "/srv/disk.img";
+  return b;
+}
+
 struct FakeDev {
   bool bound = false;
   std::string backing;

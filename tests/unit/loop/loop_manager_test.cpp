@@ -10,6 +10,7 @@
 namespace cxiosync {
 namespace {
 
+using testing::ext4ImageBacking;
 using testing::FakeLoopKernel;
 using testing::TempDir;
 
@@ -18,18 +19,7 @@ class LoopManagerTest : public ::testing::Test {
   void SetUp() override {
     auto k = std::make_unique<FakeLoopKernel>(tmp.path(), 4);
     fake = k.get();
-    BackingInfo b;
-    b.accessMode = O_RDWR;
-    b.isRegular = true;
-    b.fsDevice = {8, 1};
-    b.inode = 77;
-    b.size = 64 << 20;
-    b.fsMagic = 0xEF53;
-    b.dioAlignKnown = true;
-    b.dioOffsetAlign = 4096;
-    b.bdevLogicalBlockSize = 4096;
-    b.path = "/srv/disk.img";
-    fake->backing = b;
+    fake->backing = ext4ImageBacking();
     LoopManagerOptions o;
     o.runDir = tmp.path() + "/run";
     o.now = [] { return int64_t{1700000000}; };
