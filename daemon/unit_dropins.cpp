@@ -116,7 +116,6 @@ bool DropInLayer::load(Entry& e, TimePoint now) {
           "({})  action=dropin-error unit={} cgroup={}",
           (*found)->unit, cgroup.display(), parsed.error().message,
           describeDropInSettings(e.settings), logQuote((*found)->unit), logQuote(cgroup.display()));
-      e.unit = std::move(*found);
       return false;
     }
     next = std::move(parsed->settings);
@@ -133,7 +132,6 @@ bool DropInLayer::load(Entry& e, TimePoint now) {
                  logQuote(cgroup.display()));
   }
   e.settings = std::move(next);
-  e.unit = std::move(*found);
   return changed;
 }
 
@@ -141,14 +139,6 @@ void DropInLayer::rebuildLayer() {
   layer_.clear();
   for (const auto& [rel, e] : entries_)
     if (!e.settings.empty()) layer_.emplace(e.cgroup, e.settings);
-}
-
-std::set<std::string> DropInLayer::files() const {
-  std::set<std::string> out;
-  for (const auto& [rel, e] : entries_)
-    if (e.unit)
-      for (const auto& f : e.unit->files) out.insert(f);
-  return out;
 }
 
 }  // namespace cxiosync

@@ -82,14 +82,10 @@ class DropInLayer {
 
   // cgroup -> settings, for PolicyLayers::dropIn. Only cgroups whose drop-ins set something.
   const std::map<CgroupPath, PolicySettings>& layer() const { return layer_; }
-  // Every drop-in file currently in use (any section), for change detection.
-  std::set<std::string> files() const;
-  const UnitDropInFinder& finder() const { return *finder_; }
 
  private:
   struct Entry {
     CgroupPath cgroup;
-    std::optional<UnitDropInList> unit;
     PolicySettings settings;
     TimePoint lastUsed{};
     bool loaded = false;  // false: the finder failed; ask again at the next refreshAll()

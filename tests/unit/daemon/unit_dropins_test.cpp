@@ -112,7 +112,6 @@ TEST(DropInLayer, TracksACgroupWithItsAncestorsOnceAndKeepsFileAndLine) {
   ASSERT_TRUE(s.maxBoost);
   EXPECT_EQ(s.maxBoost->value, 10s);
   EXPECT_EQ(describeDropInSettings(s), "Boost=deny MaxBoostSec=10s");
-  EXPECT_EQ(fx.layer->files(), std::set<std::string>{fx.file});
 
   // The resolver gives the drop-in's value to the slice's children, with the file:line.
   PolicyLayers layers;
