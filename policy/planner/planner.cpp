@@ -191,6 +191,10 @@ struct Planner::Scratch {
     IoMaxEntry orig;       // all four keys
     int32_t active = -1;   // index into `active`
     int32_t dirtier = -1;  // heuristic: deepest dirty cgroup below (or at) the holder
+    // Deepest cgroup below (or at) the holder with file_writeback >= min_dirty_bytes: writeback
+    // already in flight when a sync starts is not named by writeback_queue (only wbs with dirty
+    // inodes are), yet sync() waits for it (wait_sb_inodes).
+    int32_t inflight = -1;
     uint64_t holderHash = 0;
   };
   struct SyncerInfo {
@@ -610,20 +614,27 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       return std::find(si.ancestors.begin(), si.ancestors.end(), holderCg) == si.ancestors.end();
     };
 
-    // 7. Dirtiers by the memory.stat heuristic (only needed for syncers without waitsOn).
-    if (!s.heuristicSyncers.empty() && !s.lims.empty()) {
+    // 7. Dirtiers by the memory.stat heuristic: for syncers without waitsOn, and writeback in
+    // flight for those with it.
+    const bool anyNamed = s.heuristicSyncers.size() < s.syncers.size();
+    if (!s.syncers.empty() && !s.lims.empty()) {
+      const bool wantDirty = !s.heuristicSyncers.empty();
       for (uint32_t c = 0; c < nCg; ++c) {
         const CgroupState& st = s.cgState(c);
-        if (dirtyBytes(st) < settings.minDirtyBytes) continue;
+        const bool dirty = wantDirty && dirtyBytes(st) >= settings.minDirtyBytes;
+        const bool inflight = anyNamed && st.fileWriteback >= settings.minDirtyBytes;
+        if (!dirty && !inflight) continue;
         forEachAncestorOrSelf(s.path(c).relative(), [&](std::string_view p) {
           int32_t h = s.findCg(p);
           if (h < 0) return;
           for (uint32_t li = s.limBegin[size_t(h)]; li < s.limBegin[size_t(h) + 1]; ++li) {
-            // Deepest dirty cgroup wins (memory.stat is hierarchical: ancestors include it).
-            int32_t& d = s.lims[li].dirtier;
-            if (d < 0 || s.path(uint32_t(d)).relative().size() < s.path(c).relative().size()) {
-              d = int32_t(c);
-            }
+            // Deepest cgroup wins (memory.stat is hierarchical: ancestors include it).
+            auto deepest = [&](int32_t& d) {
+              if (d < 0 || s.path(uint32_t(d)).relative().size() < s.path(c).relative().size())
+                d = int32_t(c);
+            };
+            if (dirty) deepest(s.lims[li].dirtier);
+            if (inflight) deepest(s.lims[li].inflight);
           }
         });
       }
@@ -694,7 +705,7 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       while (wi < s.waits.size() && s.waits[wi].lim == li) ++wi;
       const ActiveBoost* b = L.active >= 0 ? &active[size_t(L.active)] : nullptr;
       if (b && b->shutdownLift) continue;  // never touched by the planner
-      if (!b && L.dirtier < 0 && wBegin == wi) continue;
+      if (!b && L.dirtier < 0 && L.inflight < 0 && wBegin == wi) continue;
       const CgroupPath& holder = s.path(L.cg);
       const Knobs& hk = holderKnobs(L.cg);
 
@@ -823,6 +834,17 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
       }
       for (size_t k = wBegin; k < wi; ++k) {
         evaluate(s.waits[k].syncer, s.waits[k].dirtier, s.waits[k].belowMin);
+      }
+      if (L.inflight >= 0) {
+        // Syncers with waitsOn that did not name this limit still wait for its writeback in
+        // flight when they sync everything on its device.
+        for (uint32_t sIdx = 0; sIdx < s.syncers.size(); ++sIdx) {
+          const Scratch::SyncerInfo& si = s.syncers[sIdx];
+          if (si.heuristic || !relevant(si, L.dev)) continue;
+          bool named = false;
+          for (size_t k = wBegin; k < wi && !named; ++k) named = s.waits[k].syncer == sIdx;
+          if (!named) evaluate(sIdx, L.inflight, false);
+        }
       }
 
       if (b) {

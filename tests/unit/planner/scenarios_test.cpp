@@ -217,6 +217,16 @@ const Scenario kScenarios[] = {
        w.syncer(2, "/cg2").waitsOn = {{w.inode("/cg3"), dev("254:0")}};
        STEP("start /cg3 254:0 wbps=max wiops=max tids=2");
      }},
+    {"TracefsWritebackInFlightOfAnUnnamedLimitIsBoosted",
+     [](World& w) {
+       // cg1's pages went under writeback before the sync: writeback_queue names only wbs with
+       // dirty inodes (here /cg3), but sync() still waits for cg1's writeback.
+       w.limit("/cg1", "254:0", 1 * MiB);
+       w.dirty("/cg1", 0, 4 * MiB);
+       w.dirty("/cg3", 8 * MiB);
+       w.syncer(2, "/cg2").waitsOn = {{w.inode("/cg3"), dev("254:0")}};
+       STEP("start /cg1 254:0 wbps=max wiops=max tids=2");
+     }},
     {"TracefsWaitsOnBelowMinDirtyIsRefused",
      [](World& w) {
        w.limit("/cg1", "254:0", 1 * MiB);
