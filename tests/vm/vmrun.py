@@ -411,7 +411,8 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
         append = "console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s" % stage2
     if args.append:
         append += " " + args.append
-    cmd = [qemu, "-accel", "tcg", "-smp", str(args.smp), "-m", str(args.mem),
+    cmd = [qemu, "-accel", "tcg,thread=%s" % args.tcg_thread, "-smp", str(args.smp),
+           "-m", str(args.mem),
            "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio",
            "-no-reboot", "-nic", "none",
            "-kernel", boot_image, "-initrd", initrd, "-append", append,
@@ -559,6 +560,14 @@ def main():
                     help="PID 1 of the guest: shell (guest-init.sh, default) or systemd "
                          "(systemd-stage2.sh: scenarios run as a unit under systemd)")
     ap.add_argument("--smp", type=int, default=2)
+    # QEMU 7.2's multi-threaded TCG loses cross-vCPU code modification: when the guest
+    # patches a static branch (enabling a syscall tracepoint does, via text_poke_bp) while
+    # the other vCPU runs that code, a vCPU can keep executing a stale translation and spin
+    # in syscall_trace_enter forever (soft lockup, RCU stall; seen in CI and reproduced by
+    # toggling the daemon's tracefs instance in a loop: hung within ~60 s). One thread
+    # running the vCPUs in turn keeps the guest SMP but serialises code modification.
+    ap.add_argument("--tcg-thread", choices=["single", "multi"], default="single",
+                    help="QEMU TCG threading (default single; see the comment)")
     ap.add_argument("--mem", type=int, default=1024, help="MiB")
     ap.add_argument("--disk-mb", type=int, default=1024)
     ap.add_argument("--no-pvh", action="store_true",
