@@ -10,7 +10,9 @@
 
 #include "daemon/config_loader.h"
 #include "daemon/detect/detector.h"
+#include "daemon/kernel/inotify_events.h"
 #include "daemon/logging.h"
+#include "daemon/systemd_dropins.h"
 #include "policy/config/defaults.h"
 
 namespace cxiosync {
@@ -294,21 +296,14 @@ void Daemon::watchConfigDirs() {
 }
 
 void Daemon::onInotify() {
-  alignas(inotify_event) char buf[4096];
   bool relevant = false;
-  for (;;) {
-    ssize_t n = ::read(inotifyFd_, buf, sizeof buf);
-    if (n <= 0) break;
-    for (ssize_t off = 0; off < n;) {
-      auto* ev = reinterpret_cast<inotify_event*>(buf + off);
-      std::string name = ev->len ? ev->name : "";
-      // Editor temporaries and dot files do not count; the drop-in dir itself does.
-      if (name.empty() || name == kConfigDropInDir ||
-          (name[0] != '.' && name.size() > 5 && name.substr(name.size() - 5) == ".yaml"))
-        relevant = true;
-      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
-    }
-  }
+  drainInotify(inotifyFd_, [&](const inotify_event& ev) {
+    std::string_view name = ev.len ? ev.name : "";
+    // Editor temporaries and dot files do not count; the drop-in dir itself does.
+    if (name.empty() || name == kConfigDropInDir ||
+        (name[0] != '.' && name.size() > 5 && name.substr(name.size() - 5) == ".yaml"))
+      relevant = true;
+  });
   if (relevant && reloadTimer_)
     (void)loop_->setTimer(reloadTimer_, kReloadDebounce, std::chrono::nanoseconds(0));
 }

@@ -27,13 +27,14 @@
 #include "daemon/notify.h"
 #include "daemon/options.h"
 #include "daemon/snapshot_builder.h"
-#include "daemon/systemd_dropins.h"
 #include "daemon/unit_dropins.h"
 #include "policy/config/resolver.h"
 #include "policy/config/yaml_config.h"
 #include "policy/planner/planner.h"
 
 namespace cxiosync {
+
+class SystemdDropInFinder;  // daemon/systemd_dropins.h (keeps <systemd/sd-bus.h> out of here)
 
 class Daemon {
  public:

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daemon/kernel/inotify_events.h"
+
 namespace cxiosync {
 namespace {
 
@@ -60,35 +62,28 @@ void DropInWatch::watchDropInDir(const std::string& dir) {
 }
 
 bool DropInWatch::onReadable() {
-  alignas(inotify_event) char buf[8192];
   bool relevant = false;
-  for (;;) {
-    ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n <= 0) break;
-    for (ssize_t off = 0; off < n;) {
-      const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
-      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
-      if (ev->mask & IN_Q_OVERFLOW) {
-        relevant = true;  // events were lost: assume anything changed
-        continue;
-      }
-      if (ev->mask & IN_IGNORED) {
-        watches_.erase(ev->wd);  // the directory went away
-        continue;
-      }
-      auto it = watches_.find(ev->wd);
-      if (it == watches_.end() || ev->len == 0) continue;
-      std::string_view name = ev->name;
-      if (it->second.searchDir) {
-        if (!endsWith(name, ".d")) continue;
-        relevant = true;
-        if (ev->mask & (IN_CREATE | IN_MOVED_TO))
-          watchDropInDir(it->second.dir + "/" + std::string(name));
-      } else if (endsWith(name, ".conf") && name[0] != '.') {
-        relevant = true;
-      }
+  drainInotify(fd_, [&](const inotify_event& ev) {
+    if (ev.mask & IN_Q_OVERFLOW) {
+      relevant = true;  // events were lost: assume anything changed
+      return;
     }
-  }
+    if (ev.mask & IN_IGNORED) {
+      watches_.erase(ev.wd);  // the directory went away
+      return;
+    }
+    auto it = watches_.find(ev.wd);
+    if (it == watches_.end() || ev.len == 0) return;
+    std::string_view name = ev.name;
+    if (it->second.searchDir) {
+      if (!endsWith(name, ".d")) return;
+      relevant = true;
+      if (ev.mask & (IN_CREATE | IN_MOVED_TO))
+        watchDropInDir(it->second.dir + "/" + std::string(name));
+    } else if (endsWith(name, ".conf") && name[0] != '.') {
+      relevant = true;
+    }
+  });
   return relevant;
 }
 

@@ -135,19 +135,34 @@ bool SnapshotBuilder::treeChanged() const {
 
 bool SnapshotBuilder::noteSyncers(const std::vector<Syncer>& syncers, TimePoint now) {
   if (walks_ == 0) return false;  // the first refresh walks anyway
+  bool namedUnlimited = false;
   for (const auto& sy : syncers) {
     if (!pathInodes_.count(sy.cgroup) && !unresolvedPaths_.count(sy.cgroup)) {
       askedPaths_.insert(sy.cgroup);
       rescanWanted_ = true;
     }
     for (const auto& w : sy.waitsOn) {
-      if (!inodes_.count(w.first) && !unresolvedInodes_.count(w.first)) {
-        askedInodes_.insert(w.first);
-        rescanWanted_ = true;
+      auto known = inodes_.find(w.first);
+      if (known == inodes_.end()) {
+        if (!unresolvedInodes_.count(w.first)) {
+          askedInodes_.insert(w.first);
+          rescanWanted_ = true;
+        }
+        continue;
+      }
+      // A known cgroup the sync waits on, or one of its ancestors, may have been limited
+      // since the walk (systemctl set-property on an old unit): watch them like young
+      // ones, so this tick's refresh reads their io.max.
+      for (const auto& a : known->second.ancestorsAndSelf()) {
+        if (a.isRoot() || limited_.count(a) || young_.count(a)) continue;
+        auto ino = pathInodes_.find(a);
+        if (ino == pathInodes_.end()) continue;
+        young_[a] = Young{ino->second, now + options_.newCgroupWatch};
+        namedUnlimited = true;
       }
     }
   }
-  return rescanWanted_ && now >= lastWalk_ + rescanGap();
+  return namedUnlimited || (rescanWanted_ && now >= lastWalk_ + rescanGap());
 }
 
 Status SnapshotBuilder::refresh(TimePoint now) {

@@ -29,8 +29,10 @@
 // per young cgroup per tick, bounded by the creation rate). Without this, a procfs
 // detector would never look (its scan is gated on anyLimitedDirty(), which only knows
 // limits the builder has seen), and tracefs would name an inode with no known limit.
-// A limit added later to an old, unlimited cgroup is still learnt at the next scheduled
-// walk only.
+// A limit added later to an old, unlimited cgroup (systemctl set-property) is learnt the
+// first tick a tracefs syncer waits on that cgroup or a descendant (writeback_queue names
+// it: it and its ancestors are then watched like young cgroups); otherwise, and always
+// with the procfs detector (its scan is gated on known limits), at the next scheduled walk.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -84,8 +86,9 @@ class SnapshotBuilder {
   // cgroups are dropped silently (and trigger a rescan).
   Status refresh(TimePoint now);
   // Requests a walk when a syncer's cgroup or a cgroup inode in its waitsOn is unknown to
-  // the last walk. True when refresh(now) would walk now (the caller refreshes again before
-  // assemble(), so this tick's snapshot already knows the new cgroup).
+  // the last walk; watches known but unlimited waitsOn cgroups (and ancestors) as young.
+  // True when refresh(now) would read something new now (the caller refreshes again before
+  // assemble(), so this tick's snapshot already knows the new cgroup or limit).
   bool noteSyncers(const std::vector<Syncer>& syncers, TimePoint now);
   // Snapshot from the last refresh() plus the syncers (their cgroups and ancestors are
   // added with their io.max; fd-syscall target devices are mapped to whole disks).

@@ -191,6 +191,35 @@ TEST_F(NewCgroupTest, YoungWindowExpires) {
   EXPECT_EQ(wbps(*snap, p("/quiet")), std::optional<uint64_t>(1000));
 }
 
+// systemctl set-property on an old unit: the walk knew the cgroup unlimited; a tracefs
+// syncer that waits on it (or on a descendant) makes this very tick read the new limit,
+// with no walk.
+TEST_F(NewCgroupTest, LimitAddedToAnOldCgroupIsReadWhenASyncWaitsOnIt) {
+  SnapshotBuilder b(*cgfs, nullptr, opts);
+  ASSERT_TRUE(b.build({}, t0).ok());
+  tree.file("cg2/io.max", "8:0 rbps=max wbps=2097152 riops=max wiops=max\n");
+  tree.file("cg2/memory.stat", "anon 0\nfile_dirty 8388608\nfile_writeback 0\n");
+  tree.file("cg2/x/memory.stat", "anon 0\nfile_dirty 8388608\nfile_writeback 0\n");
+  auto snap = b.build({}, t0 + 5s);  // nobody syncs: not read before the walk
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->cgroups.count(p("/cg2")), 0u);
+  Syncer s;
+  s.tid = 7;
+  s.pid = 7;
+  s.cgroup = p("/cg1");
+  s.waitsOn = {{tree.inode("cg2/x"), DevNum{8, 0}}};
+  snap = b.build({s}, t0 + 5100ms);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(b.walks(), 1u);
+  EXPECT_EQ(wbps(*snap, p("/cg2")), std::optional<uint64_t>(2097152));
+  EXPECT_EQ(snap->cgroups.at(p("/cg2/x")).fileDirty, 8u << 20);
+  EXPECT_TRUE(b.anyLimitedDirty());
+  // The unlimited named cgroup is watched, not re-armed on every tick.
+  EXPECT_EQ(b.youngCgroups(), 2u);
+  ASSERT_TRUE(b.build({s}, t0 + 5200ms).ok());
+  EXPECT_EQ(b.youngCgroups(), 2u);
+}
+
 // Without cgroup.stat (or a create + remove between two ticks, which leaves the count
 // unchanged) the syncers still name the cgroup: tracefs by inode, both by their own cgroup.
 TEST_F(NewCgroupTest, UnknownWaitsOnInodeWalksRateLimitedAndOnlyOnce) {
