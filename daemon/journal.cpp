@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "daemon/kernel/fs.h"
 #include "policy/json.h"
 
 namespace cxiosync {
@@ -468,34 +469,7 @@ Result<Journal::Loaded> Journal::load() {
 }
 
 Status Journal::save(const std::vector<JournalRecord>& records) {
-  std::string text = serializeJournal(records);
-  std::string tmp = path_ + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return makeError("create " + tmp + ": " + strerror(errno), errno);
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return makeError("write " + tmp + ": " + strerror(e), e);
-    }
-    off += static_cast<size_t>(n);
-  }
-  // No fsync: the run dir is a tmpfs, and fsync on a throttled disk could block for minutes.
-  if (::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return makeError("close " + tmp + ": " + strerror(e), e);
-  }
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return makeError("rename " + tmp + " -> " + path_ + ": " + strerror(e), e);
-  }
-  return Ok{};
+  return writeFileAtomically(path_, serializeJournal(records), 0600);
 }
 
 }  // namespace cxiosync

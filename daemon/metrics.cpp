@@ -1,11 +1,8 @@
 #include "daemon/metrics.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
+
+#include "daemon/kernel/fs.h"
 
 namespace cxiosync {
 namespace {
@@ -92,31 +89,6 @@ std::string formatMetrics(const MetricsSnapshot& m) {
            std::to_string(c.writeback) + '\n';
   out += "# EOF\n";
   return out;
-}
-
-Status writeFileAtomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return makeError("create " + tmp + ": " + strerror(errno), errno);
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return makeError("write " + tmp + ": " + strerror(e), e);
-    }
-    off += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return makeError("rename " + tmp + ": " + strerror(e), e);
-  }
-  return Ok{};
 }
 
 MetricsFile::MetricsFile(std::string runDir, std::chrono::milliseconds minInterval)

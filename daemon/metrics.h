@@ -58,7 +58,4 @@ class MetricsFile {
   std::optional<std::chrono::steady_clock::time_point> last_;
 };
 
-// Writes `text` to `path` via `path.tmp` + rename; never fsync'd.
-Status writeFileAtomically(const std::string& path, const std::string& text);
-
 }  // namespace cxiosync

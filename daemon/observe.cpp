@@ -78,7 +78,7 @@ std::string snapshotToJson(const Snapshot& s, const std::string& detector,
     first = false;
     o += "{\"tid\":" + std::to_string(sy.tid) + ",\"pid\":" + std::to_string(sy.pid) +
          ",\"comm\":" + jsonQuote(sy.comm) + ",\"cgroup\":" + jsonQuote(sy.cgroup.display()) +
-         ",\"syscall\":" + jsonQuote(syncSyscallText(sy.syscall)) +
+         ",\"syscall\":" + jsonQuote(syncSyscallName(sy.syscall)) +
          ",\"age_ms\":" + std::to_string(msSince(s.now, sy.since)) + ",\"target_device\":" +
          (sy.targetDevice ? jsonQuote(sy.targetDevice->str()) : std::string("null")) +
          ",\"waits_on\":[";
@@ -144,7 +144,7 @@ std::string snapshotToText(const Snapshot& s, const std::string& detector,
   if (s.syncers.empty()) o += "  (none)\n";
   for (const auto& sy : s.syncers) {
     o += "  tid " + std::to_string(sy.tid) + " pid " + std::to_string(sy.pid) + " (" + sy.comm +
-         ") in " + sy.cgroup.display() + ": " + syncSyscallText(sy.syscall) + " for " +
+         ") in " + sy.cgroup.display() + ": " + syncSyscallName(sy.syscall) + " for " +
          std::to_string(msSince(s.now, sy.since)) + " ms";
     if (sy.targetDevice) o += ", file on " + sy.targetDevice->str();
     o += "\n";
@@ -267,7 +267,7 @@ int runObserve(const ObserveOptions& options) {
         // Print when the set of syncers (or what they wait on) changed.
         std::string key;
         for (const auto& sy : snap->syncers) {
-          key += std::to_string(sy.tid) + syncSyscallText(sy.syscall) + sy.cgroup.relative();
+          key += std::to_string(sy.tid) + syncSyscallName(sy.syscall) + sy.cgroup.relative();
           for (const auto& [ino, bdi] : sy.waitsOn) key += "/" + std::to_string(ino);
           key += ';';
         }

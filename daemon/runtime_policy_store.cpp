@@ -10,8 +10,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "daemon/kernel/fs.h"
 #include "daemon/loop/loop_json.h"
-#include "daemon/metrics.h"
 #include "policy/config/values.h"
 
 namespace cxiosync {

@@ -43,28 +43,10 @@ const SyscallTable& hostSyscallTable() {
 #endif
 }
 
-const char* syncSyscallText(SyncSyscall s) {
-  switch (s) {
-    case SyncSyscall::Sync:
-      return "sync";
-    case SyncSyscall::Syncfs:
-      return "syncfs";
-    case SyncSyscall::Fsync:
-      return "fsync";
-    case SyncSyscall::Fdatasync:
-      return "fdatasync";
-    case SyncSyscall::SyncFileRange:
-      return "sync_file_range";
-    case SyncSyscall::Msync:
-      return "msync";
-  }
-  return "?";
-}
-
 std::optional<SyncSyscall> syncSyscallFromText(std::string_view name) {
   for (auto s : {SyncSyscall::Sync, SyncSyscall::Syncfs, SyncSyscall::Fsync, SyncSyscall::Fdatasync,
                  SyncSyscall::SyncFileRange, SyncSyscall::Msync}) {
-    if (name == syncSyscallText(s)) return s;
+    if (name == syncSyscallName(s)) return s;
   }
   return std::nullopt;
 }

@@ -25,9 +25,7 @@ inline constexpr SyscallTable kSyscallsGeneric{"generic", 81, 267, 82, 83, 84, 2
 // The table of the architecture this binary was built for.
 const SyscallTable& hostSyscallTable();
 
-// "sync", "syncfs", "fsync", "fdatasync", "sync_file_range", "msync".
-const char* syncSyscallText(SyncSyscall s);
-// Inverse of syncSyscallText; nullopt for other names.
+// Inverse of syncSyscallName (policy/planner/snapshot.h); nullopt for other names.
 std::optional<SyncSyscall> syncSyscallFromText(std::string_view name);
 // sync and syncfs always; the fsync family only with watch_fsync.
 bool isWatched(SyncSyscall s, bool watchFsync);

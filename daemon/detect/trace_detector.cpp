@@ -41,8 +41,8 @@ std::vector<std::string> TraceDetector::eventsFor(bool watchFsync) {
   for (auto s : {SyncSyscall::Sync, SyncSyscall::Syncfs, SyncSyscall::Fsync, SyncSyscall::Fdatasync,
                  SyncSyscall::SyncFileRange, SyncSyscall::Msync}) {
     if (!isWatched(s, watchFsync)) continue;
-    out.push_back(std::string("syscalls/sys_enter_") + syncSyscallText(s));
-    out.push_back(std::string("syscalls/sys_exit_") + syncSyscallText(s));
+    out.push_back(std::string("syscalls/sys_enter_") + syncSyscallName(s));
+    out.push_back(std::string("syscalls/sys_exit_") + syncSyscallName(s));
   }
   out.push_back("writeback/writeback_queue");
   // sync(2) first wakes every flusher (wakeup_flusher_threads, WB_REASON_SYNC): the

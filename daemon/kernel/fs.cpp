@@ -204,4 +204,27 @@ int64_t parseDecimalName(std::string_view s) {
   return v;
 }
 
+Status writeFileAtomically(const std::string& path, std::string_view text, mode_t mode) {
+  std::string tmp = path + ".tmp";
+  auto fail = [&](const std::string& what, int e) {
+    ::unlink(tmp.c_str());
+    return makeError(what + ": " + strerror(e), e);
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return makeError("create " + tmp + ": " + strerror(errno), errno);
+  for (size_t off = 0; off < text.size();) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return fail("write " + tmp, e);
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return fail("close " + tmp, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename " + tmp + " -> " + path, errno);
+  return Ok{};
+}
+
 }  // namespace cxiosync

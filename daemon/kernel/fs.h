@@ -1,6 +1,7 @@
 #pragma once
 // Low-level file helpers shared by the kernel adapters: an owned fd, openat relative to a
-// directory fd without following symlinks, whole-file reads, and "gone" classification.
+// directory fd without following symlinks, whole-file reads, "gone" classification, and
+// the atomic replace the daemon's own state files use.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -65,6 +66,11 @@ Result<std::string> readAll(int fd, std::string_view displayPath);
 // Writes `data` in one write(2) call (kernel control files need one write per command).
 Status writeFileAt(int dirfd, std::string_view rel, std::string_view data,
                    std::string_view displayPath, Resolve resolve = Resolve::NoSymlinks);
+
+// Writes `text` to `path` via `path.tmp` (created with `mode`, O_NOFOLLOW) + rename, so a
+// reader sees the old file or the new one. Never fsync'd: the daemon's files live on tmpfs
+// or /var/lib, and an fsync on a throttled disk could block the event loop for minutes.
+Status writeFileAtomically(const std::string& path, std::string_view text, mode_t mode = 0644);
 
 // Names in a directory (no "." / ".."), with d_type (DT_UNKNOWN possible).
 struct DirEntry {
