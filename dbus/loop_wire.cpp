@@ -10,18 +10,6 @@ Error invalid(std::string m) {
   return makeError(std::move(m), EINVAL);
 }
 
-template <class T>
-bool take(const LoopProps& o, const char* key, T& out, std::string& bad) {
-  auto it = o.find(key);
-  if (it == o.end()) return true;
-  if (!it->second.containsValueOfType<T>()) {
-    bad = key;
-    return false;
-  }
-  out = it->second.get<T>();
-  return true;
-}
-
 const char* typeName(const sdbus::Variant& v) {
   static thread_local std::string t;
   t = v.peekValueType();
@@ -110,20 +98,24 @@ LoopProps toWire(const LoopInfo& d) {
 Result<LoopInfo> loopFromWire(const LoopProps& o) {
   LoopInfo d;
   std::string bad;
-  bool ok = take(o, "Device", d.device, bad) && take(o, "BackingFile", d.backingFile, bad) &&
-            take(o, "Offset", d.offset, bad) && take(o, "SizeLimit", d.sizeLimit, bad) &&
-            take(o, "Size", d.sizeBytes, bad) && take(o, "ReadOnly", d.readOnly, bad) &&
-            take(o, "Autoclear", d.autoclear, bad) && take(o, "PartScan", d.partscan, bad) &&
-            take(o, "DirectIO", d.directIo, bad) && take(o, "DirectIOMode", d.directIoMode, bad) &&
-            take(o, "DirectIONote", d.directIoNote, bad) &&
-            take(o, "BlockSize", d.blockSize, bad) &&
-            take(o, "BlockSizeSource", d.blockSizeSource, bad) &&
-            take(o, "SetupByUid", d.setupByUid, bad) &&
-            take(o, "SetupRealtimeUsec", d.setupRealtimeUsec, bad) &&
-            take(o, "Foreign", d.foreign, bad) && take(o, "ForeignOwner", d.foreignOwner, bad) &&
-            take(o, "BackingDevice", d.backingDevice, bad) &&
-            take(o, "BackingDisk", d.backingDisk, bad) &&
-            take(o, "RequestDepth", d.requestDepth, bad) && take(o, "Backend", d.backend, bad);
+  bool ok =
+      takeOption(o, "Device", d.device, bad) && takeOption(o, "BackingFile", d.backingFile, bad) &&
+      takeOption(o, "Offset", d.offset, bad) && takeOption(o, "SizeLimit", d.sizeLimit, bad) &&
+      takeOption(o, "Size", d.sizeBytes, bad) && takeOption(o, "ReadOnly", d.readOnly, bad) &&
+      takeOption(o, "Autoclear", d.autoclear, bad) && takeOption(o, "PartScan", d.partscan, bad) &&
+      takeOption(o, "DirectIO", d.directIo, bad) &&
+      takeOption(o, "DirectIOMode", d.directIoMode, bad) &&
+      takeOption(o, "DirectIONote", d.directIoNote, bad) &&
+      takeOption(o, "BlockSize", d.blockSize, bad) &&
+      takeOption(o, "BlockSizeSource", d.blockSizeSource, bad) &&
+      takeOption(o, "SetupByUid", d.setupByUid, bad) &&
+      takeOption(o, "SetupRealtimeUsec", d.setupRealtimeUsec, bad) &&
+      takeOption(o, "Foreign", d.foreign, bad) &&
+      takeOption(o, "ForeignOwner", d.foreignOwner, bad) &&
+      takeOption(o, "BackingDevice", d.backingDevice, bad) &&
+      takeOption(o, "BackingDisk", d.backingDisk, bad) &&
+      takeOption(o, "RequestDepth", d.requestDepth, bad) &&
+      takeOption(o, "Backend", d.backend, bad);
   if (!ok)
     return makeError("daemon sent loop property '" + bad + "' with an unexpected type", EPROTO);
   auto slash = d.device.rfind('/');

@@ -8,12 +8,12 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/loop_backend.h"
+#include "dbus/wire_options.h"
 #include "policy/result.h"
 
 namespace cxiosync::dbus::wire {
 
-using Options = std::map<std::string, sdbus::Variant>;  // as in wire.h
-using LoopProps = std::map<std::string, sdbus::Variant>;
+using LoopProps = Options;
 using LoopEntry = sdbus::Struct<sdbus::ObjectPath, LoopProps>;  // (oa{sv})
 
 inline constexpr const char* kLoopInterface = "org.cxiosync1.Loop";

@@ -110,33 +110,19 @@ Syncer toWire(const SyncerInfo& s) {
                 s.durationUsec, s.state};
 }
 
-namespace {
-
-template <class T>
-bool take(const Options& o, const char* key, T& out, std::string& bad) {
-  auto it = o.find(key);
-  if (it == o.end()) return true;
-  if (!it->second.containsValueOfType<T>()) {
-    bad = key;
-    return false;
-  }
-  out = it->second.get<T>();
-  return true;
-}
-
-}  // namespace
-
 Result<StatusView> statusFromWire(const Options& o) {
   StatusView s;
   std::string bad;
-  bool ok =
-      take(o, "version", s.version, bad) && take(o, "detector", s.detector, bad) &&
-      take(o, "dry_run", s.dryRun, bad) && take(o, "state", s.state, bad) &&
-      take(o, "state_detail", s.stateDetail, bad) &&
-      take(o, "started_realtime_usec", s.startedRealtimeUsec, bad) &&
-      take(o, "cgroup_root", s.cgroupRoot, bad) && take(o, "active_boosts", s.activeBoosts, bad) &&
-      take(o, "active_syncers", s.activeSyncers, bad) &&
-      take(o, "boosts_total", s.boostsTotal, bad) && take(o, "config_files", s.configFiles, bad);
+  bool ok = takeOption(o, "version", s.version, bad) &&
+            takeOption(o, "detector", s.detector, bad) && takeOption(o, "dry_run", s.dryRun, bad) &&
+            takeOption(o, "state", s.state, bad) &&
+            takeOption(o, "state_detail", s.stateDetail, bad) &&
+            takeOption(o, "started_realtime_usec", s.startedRealtimeUsec, bad) &&
+            takeOption(o, "cgroup_root", s.cgroupRoot, bad) &&
+            takeOption(o, "active_boosts", s.activeBoosts, bad) &&
+            takeOption(o, "active_syncers", s.activeSyncers, bad) &&
+            takeOption(o, "boosts_total", s.boostsTotal, bad) &&
+            takeOption(o, "config_files", s.configFiles, bad);
   if (!ok) return makeError("daemon sent status key '" + bad + "' with an unexpected type", EPROTO);
   return s;
 }

@@ -10,10 +10,10 @@
 
 #include "dbus/manager_backend.h"
 #include "dbus/views.h"
+#include "dbus/wire_options.h"
 
 namespace cxiosync::dbus::wire {
 
-using Options = std::map<std::string, sdbus::Variant>;
 using Limit = sdbus::Struct<std::string, uint64_t, uint64_t, uint64_t, uint64_t>;  // (stttt)
 using Effective = sdbus::Struct<std::string, uint64_t, uint64_t, std::string, std::string>;
 using Policy = sdbus::Struct<std::string, std::string, std::string>;  // (sss)

@@ -9,32 +9,28 @@
 #include <iostream>
 #include <optional>
 
+#include "policy/config/values.h"
+
 namespace cxiosync {
 
-namespace {
-
-int fail(const Error& e) {
+int loopToolFail(const Error& e) {
   std::fprintf(stderr, "cxiosync-loop: %s\n", e.message.c_str());
   return e.code == EPERM || e.code == EACCES ? 4 : 1;
 }
 
-std::optional<uint64_t> parseSize(std::string s) {
-  if (s.empty()) return std::nullopt;
-  uint64_t mult = 1;
-  char last = s.back();
-  if (last == 'K' || last == 'k') mult = 1ull << 10;
-  if (last == 'M' || last == 'm') mult = 1ull << 20;
-  if (last == 'G' || last == 'g') mult = 1ull << 30;
-  if (mult != 1) s.pop_back();
-  if (s.empty()) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
+uint64_t loopToolSize(const std::string& opt, const std::string& v) {
+  auto n = parseSize(v);
+  if (!n) {
+    std::fprintf(stderr, "cxiosync-loop: %s: %s\n", opt.c_str(), n.error().message.c_str());
+    std::exit(2);
   }
-  if (v > UINT64_MAX / mult) return std::nullopt;
-  return v * mult;
+  return *n;
+}
+
+namespace {
+
+int fail(const Error& e) {
+  return loopToolFail(e);
 }
 
 bool isOurs(const std::string& a) {
@@ -84,15 +80,7 @@ int cmdAdd(const BlockToolGlobal& g, const std::vector<std::string>& args) {
       }
       return *v;
     };
-    auto size = [&](const char* n) -> uint64_t {
-      std::string v = need(n);
-      auto s = parseSize(v);
-      if (!s) {
-        std::fprintf(stderr, "cxiosync-loop: %s: not a size: \"%s\"\n", n, v.c_str());
-        std::exit(2);
-      }
-      return *s;
-    };
+    auto size = [&](const char* n) { return loopToolSize(n, need(n)); };
     if (is("--workers")) {
       auto w = parseWorkers(need("--workers"));
       if (!w) return fail(w.error());

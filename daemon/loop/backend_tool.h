@@ -23,6 +23,12 @@ struct BlockToolGlobal {
   uint32_t uid = 0;
 };
 
+// Prints "cxiosync-loop: MESSAGE" to stderr; exit status 4 for EPERM/EACCES, else 1.
+int loopToolFail(const Error& e);
+// A size option's value (policy parseSize: "4096", "1M", "1.5G", "512 KiB"); exits 2 with
+// the parser's message when it is not one.
+uint64_t loopToolSize(const std::string& opt, const std::string& v);
+
 // -1: not a backend command (tool_main goes on), else the exit status.
 int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
                      const std::vector<std::string>& args);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,37 +70,7 @@ struct Global {
 }
 
 int fail(const Error& e) {
-  std::fprintf(stderr, "cxiosync-loop: %s\n", e.message.c_str());
-  return e.code == EPERM || e.code == EACCES ? 4 : 1;
-}
-
-std::optional<uint64_t> parseSize(std::string s) {
-  if (s.empty()) return std::nullopt;
-  uint64_t mult = 1;
-  char last = s.back();
-  if (last == 'K' || last == 'k') mult = 1ull << 10;
-  if (last == 'M' || last == 'm') mult = 1ull << 20;
-  if (last == 'G' || last == 'g') mult = 1ull << 30;
-  if (last == 'T' || last == 't') mult = 1ull << 40;
-  if (mult != 1) s.pop_back();
-  if (s.empty()) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v > UINT64_MAX / mult) return std::nullopt;
-  return v * mult;
-}
-
-uint64_t needSize(const std::string& opt, const std::string& v) {
-  auto n = parseSize(v);
-  if (!n) {
-    std::fprintf(stderr, "cxiosync-loop: %s: not a size: \"%s\"\n", opt.c_str(), v.c_str());
-    std::exit(2);
-  }
-  return *n;
+  return loopToolFail(e);
 }
 
 std::string owner(const LoopDeviceInfo& d) {
@@ -256,12 +227,12 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
     } else if (a == "--partscan" || a == "-P") {
       o.partscan = true;
     } else if (is("--offset") || a == "-o") {
-      o.offset = needSize("--offset", val("--offset"));
+      o.offset = loopToolSize("--offset", val("--offset"));
     } else if (is("--size") || is("--sizelimit")) {
-      o.sizeLimit = needSize("--size", val(is("--size") ? "--size" : "--sizelimit"));
+      o.sizeLimit = loopToolSize("--size", val(is("--size") ? "--size" : "--sizelimit"));
     } else if (is("--block-size") || is("--sector-size")) {
       uint64_t v =
-          needSize("--block-size", val(is("--block-size") ? "--block-size" : "--sector-size"));
+          loopToolSize("--block-size", val(is("--block-size") ? "--block-size" : "--sector-size"));
       if (v > UINT32_MAX) usage(2);
       o.blockSize = static_cast<uint32_t>(v);
     } else if (is("--direct-io")) {
@@ -367,9 +338,9 @@ int cmdSet(const Global& g, LoopManager& m, const std::vector<std::string>& args
       if (!mode || *mode == DirectIoMode::Auto) return 2;
       autoclear = *mode == DirectIoMode::On;
     } else if (a.rfind("--block-size=", 0) == 0) {
-      bs = static_cast<uint32_t>(needSize("--block-size", a.substr(13)));
+      bs = static_cast<uint32_t>(loopToolSize("--block-size", a.substr(13)));
     } else if (a == "--block-size" && i + 1 < args.size()) {
-      bs = static_cast<uint32_t>(needSize("--block-size", args[++i]));
+      bs = static_cast<uint32_t>(loopToolSize("--block-size", args[++i]));
     } else {
       std::fprintf(stderr, "cxiosync-loop: set: unknown option %s\n", a.c_str());
       return 2;
@@ -423,9 +394,11 @@ int main(int argc, char** argv) {
     else if (a == "--run-dir")
       g.mo.runDir = next();
     else if (a == "--as-uid") {
-      auto v = parseSize(next());
-      if (!v || *v > UINT32_MAX) usage(2);
-      g.uid = static_cast<uint32_t>(*v);
+      std::string v = next();
+      uint32_t uid = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), uid);
+      if (ec != std::errc{} || end != v.data() + v.size() || v.empty()) usage(2);
+      g.uid = uid;
       asUid = true;
     } else if (a == "-h" || a == "--help")
       usage(0);
