@@ -22,6 +22,7 @@
 #include "policy/formats/mountinfo.h"
 #include "policy/formats/proc.h"
 #include "policy/formats/trace_event.h"
+#include "policy/json.h"
 
 // Counting allocator hooks (this benchmark binary only).
 namespace {
@@ -172,15 +173,6 @@ std::vector<std::string> genTrace(size_t lines) {
   return v;
 }
 
-std::string jsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
-  }
-  return o;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -257,11 +249,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < results.size(); ++i) {
       const auto& r = results[i];
       std::fprintf(f,
-                   "    {\"format\": \"%s\", \"lines\": %zu, \"bytes\": %zu, \"rounds\": %zu, "
+                   "    {\"format\": %s, \"lines\": %zu, \"bytes\": %zu, \"rounds\": %zu, "
                    "\"median_ms\": %.4f, \"best_ms\": %.4f, \"median_mb_per_s\": %.2f, "
                    "\"best_mb_per_s\": %.2f, \"allocs_per_parse\": %.1f}%s\n",
-                   jsonEscape(r.name).c_str(), r.lines, r.bytes, r.rounds, r.medianMs, r.bestMs,
-                   r.medianMBps, r.bestMBps, r.allocsPerParse, i + 1 < results.size() ? "," : "");
+                   cxiosync::jsonQuote(r.name).c_str(), r.lines, r.bytes, r.rounds, r.medianMs,
+                   r.bestMs, r.medianMBps, r.bestMBps, r.allocsPerParse,
+                   i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "  ]\n}\n");
     if (std::fclose(f) != 0) {
