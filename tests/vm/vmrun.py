@@ -39,6 +39,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 SKIP_CODE = 77
+HUNG_GUEST_SECONDS = 60  # soft lockup reported for this long: the guest is gone (see pump())
 TMP_PREFIX = "cxvm-"
 
 # Loaded in the initramfs, dependencies first (resolved with modinfo at build time).
@@ -432,10 +433,18 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
                             stderr=subprocess.STDOUT, preexec_fn=set_pdeathsig)
     state["proc"] = proc
 
+    # A guest kernel stuck this long on one CPU (the soft-lockup watchdog repeats every
+    # ~28 s) will not recover: stop at once instead of at the timeout (up to 900 s of CI).
+    hung = {}
+    lockup = re.compile(rb"soft lockup - CPU#\d+ stuck for (\d+)s")
+
     def pump():
         out = sys.stdout.buffer
         for line in iter(proc.stdout.readline, b""):
             line = line.replace(b"\r", b"")
+            m = lockup.search(line)
+            if m and int(m.group(1)) >= HUNG_GUEST_SECONDS:
+                hung.setdefault("line", line.decode("utf-8", "replace").strip())
             console.write(line)
             if args.timestamps:
                 line = b"%7.2f| " % (time.monotonic() - t_boot) + line
@@ -457,6 +466,12 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
             break
         except subprocess.TimeoutExpired:
             pass
+        if hung:
+            timed_out = True
+            log("FAIL: the guest kernel hung (%s); killing qemu" % hung["line"])
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
         if time.monotonic() > deadline:
             timed_out = True
             log("TIMEOUT: the VM ran longer than %ds; killing qemu" % args.timeout)
