@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -31,6 +32,8 @@ constexpr std::chrono::seconds kDropInUpkeep{60};
 constexpr std::chrono::seconds kSystemdReconnect{2};
 // Ticks slower than this are logged at debug level with where the time went.
 constexpr std::chrono::milliseconds kSlowTick{50};
+// Tick period while the tracefs detector sees no sync and nothing is boosted (see tick()).
+constexpr std::chrono::milliseconds kIdleTick{1000};
 
 std::string syncerText(const Syncer& s) {
   return fmt::format("syncer_pid={} syncer_tid={} syncer_comm={} syncer_cgroup={} syscall={}",
@@ -342,6 +345,7 @@ int Daemon::run() {
 void Daemon::tick() {
   if (stopping_) return;
   const TimePoint now = Clock::now();
+  ++ticks_;
   auto snap = sensors_->tick(now);
   const TimePoint tSnap = Clock::now();
   if (!snap) {
@@ -405,7 +409,21 @@ void Daemon::tick() {
   }
   writeMetrics(now, false);
   updateStatus();
+  // With tracefs a sync wakes the loop through the trace pipe (and its unknown cgroups are
+  // walked then), and the planner arms its own deadlines: while nothing syncs and nothing is
+  // boosted, the poll only refreshes metrics and notices new cgroups, so 1 s is enough
+  // (VM: idle CPU per 10 s, see docs/configuration.md). procfs must poll to see a sync.
+  setIdleTick(sensors_->detectorKind() == DetectorKind::Tracefs && s.syncers.empty() &&
+              executor_->activeCount() == 0);
   if (observer_) observer_->afterTick(s, plan);
+}
+
+void Daemon::setIdleTick(bool idle) {
+  if (idle == idleTick_) return;
+  idleTick_ = idle;
+  auto period = idle ? std::max<std::chrono::nanoseconds>(kIdleTick, settings_.pollInterval)
+                     : std::chrono::nanoseconds(settings_.pollInterval);
+  (void)loop_->setTimer(tickTimer_, period, period);
 }
 
 void Daemon::setRuntimePolicy(std::map<CgroupPath, PolicySettings> layer) {
@@ -490,6 +508,7 @@ MetricsSnapshot Daemon::metricsSnapshot(TimePoint now) const {
   m.keptChanged = st.keptChanged;
   m.errors = st.failures;
   m.cgroupsWatched = cgroupsWatched_;
+  m.ticks = ticks_;
   m.limitedCgroups = limitedBytes_;
   return m;
 }
@@ -523,8 +542,10 @@ void Daemon::reload(const char* why) {
   next.detector = settings_.detector;
   next.watchFsync = settings_.watchFsync;
   next.minDirtyBytes = settings_.minDirtyBytes;
-  if (next.pollInterval != settings_.pollInterval)
+  if (next.pollInterval != settings_.pollInterval) {
     (void)loop_->setTimer(tickTimer_, next.pollInterval, next.pollInterval);
+    idleTick_ = false;  // the next tick chooses again
+  }
   if (next.dryRun != settings_.dryRun) executor_->setDryRun(next.dryRun);
   config_ = std::move(cfg.value());
   settings_ = next;

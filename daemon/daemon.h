@@ -78,6 +78,8 @@ class Daemon {
   void updateStatus();
   void writeMetrics(TimePoint now, bool force);
   void armDeadline(std::optional<TimePoint> at, TimePoint now);
+  // tickTimer_ at pollInterval, or while idle at kIdleTick (pollInterval if that is longer).
+  void setIdleTick(bool idle);
   void watchConfigDirs();
   void onInotify();
   GlobalSettings effectiveSettings(const Config& c) const;
@@ -104,6 +106,8 @@ class Daemon {
   MetricsFile metrics_;
 
   EventLoop::SourceId tickTimer_ = 0;
+  bool idleTick_ = false;  // tickTimer_ runs at kIdleTick, not pollInterval
+  uint64_t ticks_ = 0;
   EventLoop::SourceId deadlineTimer_ = 0;
   EventLoop::SourceId reloadTimer_ = 0;
   int inotifyFd_ = -1;

@@ -29,6 +29,7 @@ struct MetricsSnapshot {
   uint64_t keptChanged = 0;  // restores skipped because someone else changed io.max
   uint64_t errors = 0;       // failed io.max/journal writes
   uint64_t cgroupsWatched = 0;
+  uint64_t ticks = 0;  // sensing + planning passes (poll, detector wake-up, deadline)
   struct CgroupBytes {
     std::string cgroup;
     uint64_t dirty = 0;

@@ -2,7 +2,8 @@
 #   cxiosyncd starts with sync_isolation OFF for /cg2 (YAML config);
 #   `cxiosyncctl isolate cg2 on`  -> the sync from cg2 over cg1's throttled dirty data is fast;
 #   `cxiosyncctl isolate cg2 off` -> slow again;
-#   a non-root caller is refused (AccessDenied, exit 4) and changes nothing.
+#   a non-root caller is refused (AccessDenied, exit 4) and changes nothing;
+#   idle, the (tracefs) daemon ticks about once a second (cxiosync_ticks_total).
 # A CLI transcript (status, list, show, isolate, boosts, syncers, monitor) goes to
 # $CXVM_OUT/transcript.txt.
 . "$CXVM_LIB"
@@ -117,6 +118,15 @@ cxvm_log "isolate cg2 off: sync of $MIB MiB took ${t_off} ms"
 ctl reset cg2
 ctl show cg2
 ctl metrics
+# Idle (nothing syncs or is boosted; tracefs): the daemon polls once a second, not every
+# 100 ms (a sync still wakes it through the trace pipe, as the runs above show).
+ticks() { "$CTL" metrics | awk '/^cxiosync_ticks_total /{print $2}'; }
+k0=$(ticks)
+i0=$(cxvm_now_ms)
+sleep 3
+idle_ticks=$(($(ticks) - k0))
+idle_ms=$(($(cxvm_now_ms) - i0))
+cxvm_log "idle: $idle_ticks ticks in $idle_ms ms"
 cxd_stop
 [ "$(cxd_io_max cg1)" = "$orig" ] || cxvm_fail "cg1 io.max changed: '$(cxd_io_max cg1)' != '$orig'"
 
@@ -128,8 +138,13 @@ cxvm_result sync_ms_isolation_on "$t_on"
 cxvm_result sync_ms_isolation_off "$t_off"
 cxvm_result nonroot_exit "$nonroot_rc"
 cxvm_result boosts "$boosts"
+cxvm_result idle_ticks "$idle_ticks"
+cxvm_result idle_ms "$idle_ms"
 cxvm_result_str io_max_original "$orig"
 
+# About one per second (a loaded host stretches the window, not the rate); 100 ms would be 30.
+[ "$idle_ticks" -ge 1 ] && [ "$idle_ticks" -le $((idle_ms / 1000 + 3)) ] ||
+	cxvm_fail "idle daemon ticked $idle_ticks times in $idle_ms ms (expected about one a second)"
 [ "$nonroot_rc" -eq 4 ] || cxvm_fail "non-root isolate: exit $nonroot_rc, expected 4 (AccessDenied)"
 grep -q 'BoostStarted' "$CXVM_OUT/monitor.txt" || cxvm_fail "monitor saw no BoostStarted"
 [ $((t_on * 3)) -lt "$t_off" ] ||
