@@ -579,7 +579,7 @@ def main():
     # patches a static branch (enabling a syscall tracepoint does, via text_poke_bp) while
     # the other vCPU runs that code, a vCPU can keep executing a stale translation and spin
     # in syscall_trace_enter forever (soft lockup, RCU stall; seen in CI and reproduced by
-    # toggling the daemon's tracefs instance in a loop: hung within ~60 s). One thread
+    # toggling the daemon's tracefs instance in a loop: hung after 20-135 s). One thread
     # running the vCPUs in turn keeps the guest SMP but serialises code modification.
     ap.add_argument("--tcg-thread", choices=["single", "multi"], default="single",
                     help="QEMU TCG threading (default single; see the comment)")

@@ -2,7 +2,7 @@
 # tracefs instance life cycle (mkdir, buffer settings, enable the sync syscall and writeback
 # events, read trace_pipe, disable, rmdir) in a loop for STRESS_SECS (default 120) while
 # both vCPUs are busy. Each enable/disable patches kernel text on the running guest; under
-# QEMU 7.2's multi-threaded TCG this hung the guest within about a minute.
+# QEMU 7.2's multi-threaded TCG this hung the guest after 20-135 s (3 runs of 3).
 . "$CXVM_LIB"
 T=/sys/kernel/tracing
 evs="syscalls/sys_enter_sync syscalls/sys_exit_sync syscalls/sys_enter_syncfs
