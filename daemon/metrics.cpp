@@ -78,8 +78,8 @@ std::string formatMetrics(const MetricsSnapshot& m) {
   family(out, "cxiosync_cgroups_watched", "gauge", "Cgroups in the last snapshot.");
   out += "cxiosync_cgroups_watched " + std::to_string(m.cgroupsWatched) + '\n';
   family(out, "cxiosync_ticks_total", "counter",
-         "Sensing and planning passes: polls (100 ms; 1 s while tracefs sees nothing to do), "
-         "detector wake-ups, deadlines.");
+         "Sensing and planning passes: polls (poll_interval_ms; 1 s while tracefs sees "
+         "nothing to do), detector wake-ups, deadlines.");
   out += "cxiosync_ticks_total " + std::to_string(m.ticks) + '\n';
   family(out, "cxiosync_cgroup_dirty_bytes", "gauge",
          "memory.stat file_dirty of cgroups under a finite write limit.");
