@@ -2,7 +2,7 @@
 // BusServer: exports org.cxiosync1.Manager at /org/cxiosync1 on a bus connection, wrapping a
 // ManagerBackend, and is driven by the daemon's own single-threaded event loop.
 //
-// Wiring in the daemon (daemon/event_loop.h):
+// Wiring in the daemon (daemon/core/event_loop.h):
 //   auto server = BusServer::create(backend, {.bus = BusTarget::system()});
 //   if (!server) { log server.error().message; exit }      // name taken, no bus, ...
 //   loop.addIo(server->fd(), EPOLLIN,

@@ -1,8 +1,8 @@
 #pragma once
 // The contract between the bus boundary (dbus/) and the daemon's loop manager
-// (daemon/loop/loop_manager.h), like ManagerBackend for the Manager interface: BusServer
+// (daemon/blockdev/loop/loop_manager.h), like ManagerBackend for the Manager interface: BusServer
 // exports org.cxiosync1.Loop objects and Manager.LoopSetup/LoopList over a LoopBackend; the
-// daemon implements it (daemon/loop_bus_backend.h) over LoopManager. No daemon/ header is
+// daemon implements it (daemon/app/loop_bus_backend.h) over LoopManager. No daemon/ header is
 // included here: data flows one way. Everything runs on the daemon's one thread.
 //
 // Before a mutation reaches the backend, BusServer has validated the arguments and

@@ -111,8 +111,8 @@ class ManagerBackend {
   virtual std::vector<SyncerInfo> listSyncers() = 0;
   virtual std::string metrics() = 0;  // Prometheus text exposition format
 
-  // Mutations (runtime policy layer, DESIGN.md §3). Each returns ENOENT when the cgroup does
-  // not exist, EINVAL for a value the backend rejects, EOPNOTSUPP when not supported here.
+  // Mutations (runtime policy layer, docs/architecture.md §3). Each returns ENOENT when the cgroup
+  // does not exist, EINVAL for a value the backend rejects, EOPNOTSUPP when not supported here.
   virtual Status setIsolation(const CgroupPath& cgroup, bool on, const ChangeOptions& opt) = 0;
   virtual Status setBoostPolicy(const CgroupPath& cgroup, BoostPermission permission,
                                 const ChangeOptions& opt) = 0;

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "policy/bytes_text.h"
+
 namespace cxiosync {
 
 enum class JsonBytes { Utf8, Raw };
@@ -22,10 +24,5 @@ void appendJsonString(std::string& out, std::string_view s, JsonBytes bytes = Js
 
 // `s` as a JSON string, with the surrounding quotes.
 std::string jsonQuote(std::string_view s, JsonBytes bytes = JsonBytes::Utf8);
-
-// Length (1 to 4) of the valid UTF-8 sequence that starts at s[i], or 0 when none does
-// (a stray continuation byte, a truncated or overlong sequence, a surrogate, > U+10FFFF).
-// Requires i < s.size().
-size_t utf8SequenceLength(std::string_view s, size_t i);
 
 }  // namespace cxiosync

@@ -1,7 +1,7 @@
 #pragma once
 // sysfs block-device adapter (--sys-root, default /sys): names <-> MAJ:MIN, partitions ->
 // whole disk, loop -> backing file's device, dm/md -> slaves; builds the DeviceStack the
-// planner follows (policy/planner/snapshot.h). sysfs is a tree of relative symlinks, so
+// planner follows (policy/model/snapshot.h). sysfs is a tree of relative symlinks, so
 // reads here follow symlinks (they stay inside the sysfs root).
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 
 #include "daemon/kernel/fs.h"
 #include "policy/model/dev_num.h"
-#include "policy/planner/snapshot.h"
+#include "policy/model/snapshot.h"
 #include "policy/result.h"
 
 namespace cxiosync {

@@ -1,5 +1,5 @@
 #pragma once
-// The shipped defaults (DESIGN.md §3; reasoning in docs/configuration.md). Pure.
+// The shipped defaults (docs/architecture.md §3; reasoning in docs/configuration.md). Pure.
 #include <chrono>
 #include <map>
 

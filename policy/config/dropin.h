@@ -10,8 +10,8 @@
 //   BoostBudget=25% of 2min
 //
 // systemd ignores X- sections by design; we read only that section and ignore all others.
-// Pure: the daemon lists directories and reads files (daemon/config_loader.h), or asks systemd
-// for DropInPaths. Semantics: docs/configuration.md, docs/policy-semantics.md.
+// Pure: the daemon lists directories and reads files (daemon/sources/config_loader.h), or asks
+// systemd for DropInPaths. Semantics: docs/configuration.md, docs/policy-semantics.md.
 #include <string>
 #include <string_view>
 #include <vector>

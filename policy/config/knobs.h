@@ -1,5 +1,6 @@
 #pragma once
-// The policy knobs of DESIGN.md §3 as plain values, and where each effective value came from.
+// The policy knobs of docs/architecture.md §3 as plain values, and where each effective value came
+// from.
 #include <chrono>
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // The YAML configuration (/etc/cxiosync/cxiosync.yaml + cxiosync.d/*.yaml): text -> plain
-// structs -> validated. Pure: the caller reads the files (daemon/config_loader.h).
+// structs -> validated. Pure: the caller reads the files (daemon/sources/config_loader.h).
 // Schema and examples: docs/configuration.md.
 #include <map>
 #include <optional>

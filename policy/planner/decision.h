@@ -6,7 +6,7 @@
 
 #include "policy/formats/io_max.h"
 #include "policy/model/cgroup_path.h"
-#include "policy/planner/snapshot.h"
+#include "policy/model/snapshot.h"
 
 namespace cxiosync {
 

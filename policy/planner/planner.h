@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "policy/config/knobs.h"
+#include "policy/model/snapshot.h"
 #include "policy/planner/decision.h"
-#include "policy/planner/snapshot.h"
 
 namespace cxiosync {
 

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/detect/proc_detector.h"
 #include "daemon/kernel/cgroup_fs.h"
 #include "daemon/kernel/proc_fs.h"
-#include "daemon/snapshot_builder.h"
+#include "daemon/sense/proc_detector.h"
+#include "daemon/sense/snapshot_builder.h"
 
 using namespace cxiosync;
 namespace fsys = std::filesystem;

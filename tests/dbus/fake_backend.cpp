@@ -75,8 +75,8 @@ CgroupInfo FakeBackend::info(const CgroupPath& path) const {
     }
   }
   if (any) c.effectiveLimits.push_back(eff);
-  // Policy: defaults (DESIGN.md §3), a YAML value for /backup.slice, then runtime overrides;
-  // inherited from the closest ancestor that sets a knob.
+  // Policy: defaults (docs/architecture.md §3), a YAML value for /backup.slice, then runtime
+  // overrides; inherited from the closest ancestor that sets a knob.
   EffectivePolicy p;
   p.syncIsolation = {true, def()};
   p.boost = {BoostPermission::Allow, def()};

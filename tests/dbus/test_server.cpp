@@ -25,8 +25,8 @@
 
 #include "dbus/bus_server.h"
 #ifdef CXIOSYNC_TEST_SERVER_LOOPS
-#include "daemon/loop_bus_backend.h"
-#include "daemon/options.h"
+#include "daemon/app/loop_bus_backend.h"
+#include "daemon/app/options.h"
 #endif
 #include "tests/dbus/fake_backend.h"
 

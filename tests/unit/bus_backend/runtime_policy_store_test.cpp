@@ -1,6 +1,6 @@
-// The runtime policy layer's files (daemon/runtime_policy_store.h) and the daemon flags that
-// place them (--state-dir, --bus).
-#include "daemon/runtime_policy_store.h"
+// The runtime policy layer's files (daemon/sources/runtime_policy_store.h) and the daemon flags
+// that place them (--state-dir, --bus).
+#include "daemon/sources/runtime_policy_store.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/options.h"
+#include "daemon/app/options.h"
 
 namespace cxiosync {
 namespace {

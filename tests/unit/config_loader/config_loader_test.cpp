@@ -1,4 +1,4 @@
-#include "daemon/config_loader.h"
+#include "daemon/sources/config_loader.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

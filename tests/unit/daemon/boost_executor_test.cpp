@@ -1,4 +1,4 @@
-#include "daemon/boost_executor.h"
+#include "daemon/act/boost_executor.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // The daemon core on a fake cgroup tree: a journal left by a killed daemon is restored
 // before READY=1 reaches the (fake) service manager.
-#include "daemon/daemon.h"
+#include "daemon/core/daemon.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -62,7 +62,7 @@ TEST(DaemonTest, JournaledBoostIsRestoredBeforeReady) {
   ASSERT_TRUE(Journal(run.path()).save({rec}));
 
   NotifySocket notify(run.file("notify.sock"));
-  Options o;
+  DaemonSettings o;
   o.cgroupRoot = cgroups.path();
   o.runDir = run.path();
   o.tracefsRoot = "/nonexistent";
@@ -92,7 +92,7 @@ TEST(DaemonTest, JournaledBoostIsRestoredBeforeReady) {
 
 TEST(DaemonTest, UnwritableJournalDirRefusesToStart) {
   TempDir cgroups;
-  Options o;
+  DaemonSettings o;
   o.cgroupRoot = cgroups.path();
   o.runDir = "/nonexistent/deeper/run";
   o.detector = DetectorKind::Procfs;

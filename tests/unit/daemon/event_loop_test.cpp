@@ -1,4 +1,4 @@
-#include "daemon/event_loop.h"
+#include "daemon/core/event_loop.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "daemon/journal.h"
+#include "daemon/act/journal.h"
 
 #include <gtest/gtest.h>
 

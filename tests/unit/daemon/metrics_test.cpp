@@ -1,4 +1,4 @@
-#include "daemon/metrics.h"
+#include "daemon/core/metrics.h"
 
 #include <gtest/gtest.h>
 

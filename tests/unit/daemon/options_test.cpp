@@ -1,8 +1,8 @@
-#include "daemon/options.h"
+#include "daemon/app/options.h"
 
 #include <gtest/gtest.h>
 
-#include "daemon/logging.h"
+#include "daemon/log/logging.h"
 
 namespace cxiosync {
 namespace {

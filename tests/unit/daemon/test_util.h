@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "daemon/boost_executor.h"
+#include "daemon/act/boost_executor.h"
 
 namespace cxiosync::testing {
 

@@ -1,15 +1,15 @@
 // The [X-CxIOSync] drop-in layer: lookup through a finder, lazy tracking, refresh, errors that
 // keep the previous settings; the standard-conf finder on a temp root; inotify on the search
 // path; and the daemon applying a drop-in (and an edit of it) to its policy.
-#include "daemon/unit_dropins.h"
+#include "daemon/sources/unit_dropins.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "daemon/daemon.h"
-#include "daemon/dropin_watch.h"
-#include "daemon/systemd_dropins.h"
+#include "daemon/core/daemon.h"
+#include "daemon/sources/dropin_watch.h"
+#include "daemon/sources/systemd_dropins.h"
 #include "policy/config/defaults.h"
 #include "test_util.h"
 
@@ -221,7 +221,7 @@ TEST(DaemonDropIns, TheDaemonAppliesAndReReadsASliceDropIn) {
   const std::string file = units.file("etc/systemd/system/backup.slice.d/70-cxiosync.conf");
   put(units, "etc/systemd/system/backup.slice.d/70-cxiosync.conf",
       "[X-CxIOSync]\nSyncIsolation=off\n");
-  Options o;
+  DaemonSettings o;
   o.cgroupRoot = cgroups.path();
   o.runDir = run.path();
   o.tracefsRoot = "/nonexistent";

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/loop/loop_kernel.h"
+#include "daemon/blockdev/loop/loop_kernel.h"
 
 namespace cxiosync::testing {
 

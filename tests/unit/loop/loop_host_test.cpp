@@ -15,7 +15,7 @@
 #include <fstream>
 #include <thread>
 
-#include "daemon/loop/loop_manager.h"
+#include "daemon/blockdev/loop/loop_manager.h"
 #include "fake_loop_kernel.h"
 
 namespace cxiosync {

@@ -1,4 +1,4 @@
-#include "daemon/loop/loop_manager.h"
+#include "daemon/blockdev/loop/loop_manager.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

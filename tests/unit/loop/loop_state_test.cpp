@@ -1,6 +1,6 @@
-#include "daemon/loop/loop_state.h"
+#include "daemon/blockdev/loop/loop_state.h"
 
-#include "daemon/loop/loop_json.h"
+#include "policy/json_writer.h"
 
 #include <gtest/gtest.h>
 

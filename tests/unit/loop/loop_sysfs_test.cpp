@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "daemon/loop/loop_kernel.h"
+#include "daemon/blockdev/loop/loop_kernel.h"
 #include "fake_loop_kernel.h"
 
 namespace cxiosync {

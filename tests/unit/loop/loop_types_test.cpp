@@ -1,4 +1,4 @@
-#include "daemon/loop/loop_types.h"
+#include "daemon/blockdev/loop_types.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "daemon/loop/backend.h"
+#include "daemon/blockdev/backend.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "daemon/nbd/nbd_manager.h"
+#include "daemon/blockdev/nbd/nbd_manager.h"
 
 using namespace cxiosync;
 

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "daemon/loop/backend_devices.h"
-#include "daemon/loop/loop_manager.h"
+#include "daemon/blockdev/devices/backend_devices.h"
+#include "daemon/blockdev/loop/loop_manager.h"
 #include "tests/unit/loop/fake_loop_kernel.h"
 
 using namespace cxiosync;

@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/nbd/nbd_device.h"
-#include "daemon/nbd/nbd_proto.h"
+#include "daemon/blockdev/nbd/nbd_device.h"
+#include "daemon/blockdev/nbd/nbd_proto.h"
 
 using namespace cxiosync::nbd;
 

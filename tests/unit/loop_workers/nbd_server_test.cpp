@@ -1,6 +1,6 @@
 // The userspace NBD server driven the way the kernel drives it: requests on connected
 // sockets, replies matched by handle. No kernel nbd device needed.
-#include "daemon/nbd/nbd_server.h"
+#include "daemon/blockdev/nbd/nbd_server.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

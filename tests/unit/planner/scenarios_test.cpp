@@ -10,7 +10,7 @@ namespace {
 using V = std::vector<std::string>;
 #define STEP(...) EXPECT_EQ(w.step(), (V{__VA_ARGS__}))
 
-// The seed picture of DESIGN.md §1: cg1 limited to 1 MiB/s with 32 MiB dirty, cg2 free.
+// The seed picture of docs/architecture.md §1: cg1 limited to 1 MiB/s with 32 MiB dirty, cg2 free.
 void seed(World& w) {
   w.limit("/cg1", "254:0", 1 * MiB);
   w.dirty("/cg1", 32 * MiB);

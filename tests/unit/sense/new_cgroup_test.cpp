@@ -3,9 +3,9 @@
 // next scheduled walk.
 #include <gtest/gtest.h>
 
-#include "daemon/detect/syscalls.h"
 #include "daemon/kernel/cgroup_fs.h"
-#include "daemon/snapshot_builder.h"
+#include "daemon/sense/snapshot_builder.h"
+#include "daemon/sense/syscalls.h"
 #include "tests/unit/sense/fake_tree.h"
 
 namespace cxiosync {

@@ -1,4 +1,4 @@
-#include "daemon/detect/proc_detector.h"
+#include "daemon/sense/proc_detector.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,8 +1,8 @@
-#include "daemon/snapshot_builder.h"
+#include "daemon/sense/snapshot_builder.h"
 
 #include <gtest/gtest.h>
 
-#include "daemon/observe.h"
+#include "daemon/app/observe.h"
 #include "tests/unit/sense/fake_tree.h"
 
 namespace cxiosync {

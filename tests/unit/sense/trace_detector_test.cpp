@@ -1,4 +1,4 @@
-#include "daemon/detect/trace_detector.h"
+#include "daemon/sense/trace_detector.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "daemon/detect/auto.h"
+#include "daemon/sense/auto_detector.h"
 #include "tests/unit/sense/fake_tree.h"
 
 namespace cxiosync {

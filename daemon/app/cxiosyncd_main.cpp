@@ -1,0 +1,102 @@
+// cxiosyncd: thin main. Flags -> logging -> config -> Daemon::run().
+#include <signal.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cxiosync_version.h"
+#include "daemon/app/bus_backend.h"
+#include "daemon/app/loop_bus_backend.h"
+#include "daemon/app/observe.h"
+#include "daemon/app/options.h"
+#include "daemon/core/daemon.h"
+#include "daemon/log/logging.h"
+#include "daemon/sources/config_loader.h"
+#include "policy/config/defaults.h"
+
+using namespace cxiosync;
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = parseOptions(args);
+  if (!parsed) {
+    std::fprintf(stderr, "cxiosyncd: %s\n", parsed.error().message.c_str());
+    return kExitUsage;
+  }
+  const Options& o = parsed.value();
+  if (o.help) {
+    std::fputs(usageText().c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.version) {
+    std::printf("cxiosyncd %s\n", CXIOSYNC_VERSION);
+    return kExitOk;
+  }
+  if (o.checkConfig) {
+    auto cfg = checkConfigPath(o.configPath);
+    if (!cfg) {
+      std::fprintf(stderr, "cxiosyncd: invalid configuration: %s\n", cfg.error().message.c_str());
+      return kExitBadConfig;
+    }
+    std::printf("configuration OK (%zu file(s)%s)\n", cfg->files.size(),
+                cfg->files.empty() ? ", built-in defaults" : "");
+    for (const auto& f : cfg->files) std::printf("  %s\n", f.c_str());
+    return kExitOk;
+  }
+
+  if (!o.observe) {
+    // Block the signals the event loop reads from a signalfd before any thread exists (the
+    // async logger's thread inherits the mask; otherwise SIGTERM could land there and kill
+    // the process without the restore-all).
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+  }
+
+  LogSetup ls;
+  if (o.logLevel) ls.level = *parseLogLevel(*o.logLevel);
+  ls.target = o.foreground ? LogTarget::Stderr : LogTarget::Auto;
+  setupLogging(ls);
+
+  auto cfg = checkConfigPath(o.configPath);
+  if (!cfg && cfg.error().code == ENOENT && o.configPath == Options{}.configPath) {
+    // No /etc/cxiosync at all: built-in defaults.
+    cfg = Config{builtinGlobalSettings(), {}, {}, {}};
+  }
+  if (!cfg) {
+    spdlog::critical("invalid configuration: {}", cfg.error().message);
+    shutdownLogging();
+    return kExitBadConfig;
+  }
+
+  if (o.observe) {
+    ObserveOptions obs;
+    obs.roots.cgroup = o.cgroupRoot;
+    obs.roots.proc = o.procRoot;
+    obs.roots.sys = o.sysRoot;
+    obs.roots.tracefs = o.tracefsRoot;
+    obs.settings = cfg->global;
+    if (o.detector) obs.settings.detector = *o.detector;
+    shutdownLogging();
+    return runObserve(obs);
+  }
+
+  int rc = kExitFailure;
+  {
+    auto daemon = Daemon::create(o, std::move(cfg.value()));
+    if (!daemon) {
+      spdlog::critical("cannot start: {}", daemon.error().message);
+    } else {
+      // Loop devices: the manager reconciles its records with the kernel before READY=1.
+      auto loops = LoopBus::create(o);
+      // Runtime policy + D-Bus API (org.cxiosync1) on the daemon's loop, before READY=1.
+      // Declared after the daemon and the loops: destroyed first.
+      auto bus = DaemonBus::attach(*daemon.value(), o, loops ? loops->backend() : nullptr);
+      rc = daemon.value()->run();
+    }
+  }
+  shutdownLogging();
+  return rc;
+}

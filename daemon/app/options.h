@@ -1,0 +1,39 @@
+#pragma once
+// Command line of cxiosyncd. Pure: parseOptions() never touches the system, so tests can
+// feed it argv directly.
+//
+// Exit codes (documented in --help; the unit file sets RestartPreventExitStatus=2 6):
+//   0  clean stop, or --check-config with a valid config, --version, --help
+//   1  runtime failure (cannot open the cgroup root, the journal, ...)
+//   2  bad command line
+//   6  invalid configuration (--check-config, or at startup)
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/core/daemon_settings.h"
+#include "daemon/core/exit_codes.h"
+#include "policy/config/knobs.h"
+#include "policy/result.h"
+
+namespace cxiosync {
+
+// The command line: what the daemon core needs (DaemonSettings) plus what only main()
+// uses (the bus, logging, one-shot modes).
+struct Options : DaemonSettings {
+  // D-Bus: "system" | "session" | "none" | an address ("unix:path=/run/x").
+  std::string bus = "system";
+  bool checkConfig = false;
+  bool foreground = false;  // log to stderr even when started by systemd
+  std::optional<std::string> logLevel;
+  bool version = false;
+  bool help = false;
+  bool observe = false;
+};
+
+// argv without argv[0]. Errors carry a one-line message for stderr (exit code 2).
+Result<Options> parseOptions(const std::vector<std::string>& args);
+
+std::string usageText();
+
+}  // namespace cxiosync

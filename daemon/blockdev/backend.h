@@ -1,0 +1,106 @@
+#pragma once
+// Block-device backends behind one interface: what serves the I/O of a device cxiosync
+// sets up from a backing file.
+//
+//   kernel  the kernel loop driver (/dev/loopN, LoopManager). Concurrency the kernel really
+//           has: ONE worker per issuing cgroup (since 5.14), which handles buffered requests
+//           one at a time; with direct I/O it submits asynchronously, so up to `queue depth`
+//           requests (/sys/block/loopN/queue/nr_requests, at most the loop module's
+//           hw_queue_depth) are in flight. No worker-count knob exists in mainline.
+//   nbd     the kernel nbd driver in multi-connection mode, served by cxiosync-nbd-server
+//           with N worker threads (daemon/blockdev/nbd/): N backing I/Os in flight, also for
+//           buffered backing. Worker count fixed at setup (changing it needs a reconnect).
+//   ublk    (/dev/ublk-control, Linux 6.0+ with ublk_drv) detected and reported; no backend
+//           yet (Debian 6.1 does not build ublk_drv).
+//
+// The `auto` rule (chooseBackend): the kernel loop, unless more than one worker was asked
+// for AND direct I/O is impossible (predicted from the backing file) or unwanted
+// (direct_io=off) -> nbd. With direct I/O the kernel loop already keeps many requests in
+// flight, which measured as fast as N workers (docs/loop-devices.md, "Workers").
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/blockdev/loop_types.h"
+#include "policy/result.h"
+
+namespace cxiosync {
+
+enum class BackendKind { Kernel, Nbd, Auto };
+const char* backendKindName(BackendKind k);  // "kernel" | "nbd" | "auto"
+// "kernel" (also "loop"), "nbd", "auto". EINVAL with the accepted values otherwise.
+Result<BackendKind> parseBackendKind(std::string_view text);
+
+// Workers: 1..kMaxLoopWorkers. The 2020 loop experiment was flat beyond 4; 16 leaves room for
+// deep backing stores (NVMe, network) without letting one device spawn hundreds of threads.
+inline constexpr int kMaxLoopWorkers = 16;
+Status validateWorkers(int64_t n);
+// Decimal only ("4"); "0", "17", "-1", "four", "4x", "" -> EINVAL with a clear message.
+Result<int> parseWorkers(std::string_view text);
+
+// Request depth of a kernel loop device (queue/nr_requests): 4 (the block layer's minimum,
+// BLKDEV_MIN_RQ) .. the loop module's hw_queue_depth (default 128; the tag set's size).
+inline constexpr uint32_t kMinQueueDepth = 4;
+Status validateQueueDepth(int64_t n, uint32_t hwQueueDepth);
+Result<uint32_t> parseQueueDepth(std::string_view text, uint32_t hwQueueDepth);
+
+// What the running kernel offers.
+struct BackendAvailability {
+  bool loop = false;  // /dev/loop-control
+  std::string loopNote;
+  bool nbd = false;        // loaded (/sys/module/nbd) or loadable (modules.dep/builtin)
+  bool nbdLoaded = false;  // /sys/module/nbd
+  std::string nbdNote;
+  bool ublk = false;  // /dev/ublk-control
+  std::string ublkNote;
+  uint32_t loopHwQueueDepth = 0;  // /sys/module/loop/parameters/hw_queue_depth (0 unknown)
+};
+// roots: "/sys", "/dev", "/lib/modules/$(uname -r)" (empty: from uname).
+BackendAvailability detectBackends(const std::string& sysRoot = "/sys",
+                                   const std::string& devRoot = "/dev",
+                                   const std::string& modulesDir = "");
+
+struct BackendChoice {
+  BackendKind kind = BackendKind::Kernel;
+  std::string reason;  // why (for the reply / logs)
+};
+// requested: kernel|nbd|auto; workers: 0 = not asked, else validated 1..max;
+// dioPossibleWhy: "" when direct I/O looks possible, else the reason it is not.
+// Errors (EINVAL/ENOTSUP): kernel with workers > 1 (the kernel loop has no worker count:
+// the message says what to use instead); nbd asked or chosen but not available.
+Result<BackendChoice> chooseBackend(BackendKind requested, int workers, DirectIoMode dio,
+                                    const std::string& dioImpossibleWhy,
+                                    const BackendAvailability& avail);
+
+// Kernel-loop request depth through sysfs below sysRoot ("/sys"): queue/nr_requests of
+// block device `name` ("loop3").
+Result<uint32_t> readQueueDepth(const std::string& sysRoot, const std::string& name);
+Status writeQueueDepth(const std::string& sysRoot, const std::string& name, uint32_t depth);
+uint32_t loopHwQueueDepth(const std::string& sysRoot);  // 0 = unknown
+
+// One device of any backend, as list/show (and the future D-Bus Loop object) present it.
+struct BlockDeviceInfo {
+  std::string name;     // "loop3" | "nbd0"
+  std::string path;     // "/dev/loop3"
+  std::string backend;  // "kernel" | "nbd"
+  std::string backingFile;
+  uint64_t sizeBytes = 0;
+  bool readOnly = false;
+  bool directIo = false;    // effective (loop: sysfs dio; nbd: server opened O_DIRECT)
+  int workers = 1;          // threads doing backing I/O concurrently (kernel loop: 1)
+  uint32_t queueDepth = 0;  // requests the device accepts at once (nr_requests)
+  int inFlightMax = 1;      // backing I/Os that can really run at once (see backend.h)
+  bool foreign = true;
+  std::optional<uint32_t> setupByUid;
+  // nbd: the server process.
+  pid_t serverPid = 0;
+  bool serverAlive = true;
+  bool workersSettableLive = false;  // kernel: n/a (no worker count); nbd: no (reconnect)
+  std::string note;                  // e.g. "server dead: I/O fails"
+};
+
+}  // namespace cxiosync

@@ -1,0 +1,83 @@
+#pragma once
+// NbdManager: the nbd multi-worker backend's device lifecycle for the daemon and the
+// cxiosync-loop tool — set up (spawn a cxiosync-nbd-server for the caller's backing fd), list,
+// show (with the server's liveness), detach; ownership recorded in <run-dir>/nbd.json
+// (flock on nbd.lock), like loops.json for kernel loop devices.
+//
+// Rules as for loop devices: a device cxiosync did not set up (nbd-client, qemu-nbd) is
+// foreign and never touched except by root with force; a non-root caller may only detach
+// its own devices (the bus layer asks polkit for others').
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/blockdev/backend.h"
+#include "daemon/blockdev/nbd/nbd_device.h"
+
+namespace cxiosync {
+
+struct NbdOptions {
+  int workers = 1;  // 1..kMaxLoopWorkers: connections = worker threads
+  bool readOnly = false;
+  uint32_t blockSize = 0;  // 0: 512
+  uint32_t timeoutSec = nbd::kDefaultTimeoutSec;
+  DirectIoMode directIo = DirectIoMode::Auto;  // On: fail unless O_DIRECT works
+};
+
+struct NbdRecord {
+  int index = -1;
+  uint32_t uid = 0;
+  int64_t createdUnix = 0;
+  pid_t pid = 0;
+  int workers = 1;
+  std::string backingDev;  // "MAJ:MIN" of the backing file's filesystem
+  uint64_t backingInode = 0;
+  std::string backingFile;
+  bool readOnly = false;
+  bool directIo = false;
+  uint32_t blockSize = 0;
+  uint32_t timeoutSec = 0;
+};
+std::string nbdRecordsToJson(const std::vector<NbdRecord>& r);
+Result<std::vector<NbdRecord>> nbdRecordsFromJson(const std::string& text);
+
+// "nbd3", "/dev/nbd3" -> 3; EINVAL otherwise (a bare number is a loop device's).
+Result<int> parseNbdName(std::string_view text);
+
+struct NbdManagerOptions {
+  std::string runDir = "/run/cxiosync";
+  std::string sysRoot = "/sys";
+  std::string devRoot = "/dev";
+  std::string serverPath;  // "" = nbd::defaultServerPath()
+  std::chrono::milliseconds stopWait{5000};
+};
+
+class NbdManager {
+ public:
+  explicit NbdManager(NbdManagerOptions o);
+  // Loads the nbd module when needed (modprobe nbd), spawns the server, records ownership.
+  Result<BlockDeviceInfo> setup(int backingFd, const NbdOptions& o, uint32_t callerUid);
+  Result<std::vector<BlockDeviceInfo>> list(bool includeForeign);
+  Result<BlockDeviceInfo> show(std::string_view dev);
+  // Always ENOTSUP: the kernel fixes the connection count at NBD_DO_IT.
+  Result<BlockDeviceInfo> setWorkers(std::string_view dev, int workers, uint32_t callerUid);
+  struct DetachResult {
+    std::string name;
+    bool detached = false;
+    std::string note;
+  };
+  Result<DetachResult> detach(std::string_view dev, uint32_t callerUid, bool force);
+
+ private:
+  Result<std::vector<NbdRecord>> load();
+  Status save(const std::vector<NbdRecord>& r);
+  Result<UniqueFd> lock();
+  BlockDeviceInfo info(const nbd::DeviceState& s, const std::optional<NbdRecord>& rec);
+  NbdManagerOptions o_;
+};
+
+}  // namespace cxiosync

@@ -1,0 +1,598 @@
+#include "daemon/core/daemon.h"
+#include "daemon/core/exit_codes.h"
+
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/kernel/inotify_events.h"
+#include "daemon/log/logging.h"
+#include "daemon/sense/detector.h"
+#include "daemon/sources/config_loader.h"
+#include "daemon/sources/systemd_dropins.h"
+#include "policy/config/defaults.h"
+
+namespace cxiosync {
+namespace {
+
+// Metrics are rewritten at most this often (node_exporter scrapes every 15 s or so).
+constexpr std::chrono::milliseconds kMetricsInterval{5000};
+// A start that failed (io.max not writable, journal full, ...) is retried after this long,
+// not on every tick.
+constexpr std::chrono::seconds kStartRetry{5};
+// Config files are re-read this long after the last inotify event (editors write in bursts).
+constexpr std::chrono::milliseconds kReloadDebounce{500};
+// Unit drop-ins: forgotten cgroups and failed lookups are seen to this often.
+constexpr std::chrono::seconds kDropInUpkeep{60};
+// PID 1 re-executing (daemon-reexec) closes our connection; ask again this often.
+constexpr std::chrono::seconds kSystemdReconnect{2};
+// Ticks slower than this are logged at debug level with where the time went.
+constexpr std::chrono::milliseconds kSlowTick{50};
+// Tick period while the tracefs detector sees no sync and nothing is boosted (see tick()).
+constexpr std::chrono::milliseconds kIdleTick{1000};
+
+std::string syncerText(const Syncer& s) {
+  return fmt::format("syncer_pid={} syncer_tid={} syncer_comm={} syncer_cgroup={} syscall={}",
+                     s.pid, s.tid, logQuote(s.comm), logQuote(s.cgroup.display()),
+                     syncSyscallName(s.syscall));
+}
+
+int64_t usecOf(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+Daemon::Daemon(const DaemonSettings& options, Config config)
+    : options_(options), config_(std::move(config)), metrics_(options.runDir, kMetricsInterval) {
+  settings_ = effectiveSettings(config_);
+  rebuildPolicy();
+}
+
+Daemon::~Daemon() {
+  if (inotifyFd_ >= 0) ::close(inotifyFd_);
+}
+
+GlobalSettings Daemon::effectiveSettings(const Config& c) const {
+  GlobalSettings s = c.global;
+  if (options_.detector) s.detector = *options_.detector;
+  if (options_.dryRun) s.dryRun = true;
+  return s;
+}
+
+void Daemon::rebuildPolicy() {
+  PolicyLayers layers;
+  layers.defaults = builtinPolicyDefaults();
+  layers.yaml = config_.cgroups;
+  if (dropIns_) layers.dropIn = dropIns_->layer();
+  layers.runtime = runtimePolicy_;
+  policyCache_.reset();
+  resolver_ = std::make_unique<PolicyResolver>(layers);
+  policyCache_ = std::make_unique<PolicyCache>(*resolver_);
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::create(const DaemonSettings& options, Config config) {
+  std::unique_ptr<Daemon> d(new Daemon(options, std::move(config)));
+  if (::mkdir(options.runDir.c_str(), 0755) != 0 && errno != EEXIST)
+    return makeError("cannot create the run directory " + options.runDir + ": " + strerror(errno),
+                     errno);
+  SenseRoots roots;
+  roots.cgroup = options.cgroupRoot;
+  roots.proc = options.procRoot;
+  roots.sys = options.sysRoot;
+  roots.tracefs = options.tracefsRoot;
+  auto sensors = Sensors::open(roots, d->settings_);
+  if (!sensors)
+    return makeError("cannot start sensing: " + sensors.error().message, sensors.error().code);
+  d->sensors_ = std::move(sensors.value());
+  d->ioMax_ = makeCgroupFsIoMax(d->sensors_->cgroupFs());
+  d->openDropIns();
+  d->journal_ = std::make_unique<Journal>(options.runDir);
+  d->executor_ = std::make_unique<BoostExecutor>(*d->ioMax_, *d->journal_, d->settings_.dryRun);
+  auto loop = EventLoop::create();
+  if (!loop) return loop.error();
+  d->loop_ = std::move(loop.value());
+  return d;
+}
+
+std::string Daemon::statusLine() const {
+  size_t n = executor_ ? executor_->activeCount() : 0;
+  return fmt::format("{} detector{}, {} cgroups watched, {} boost{} active",
+                     sensors_ ? detectorKindName(sensors_->detectorKind()) : "no",
+                     settings_.dryRun ? " (dry run)" : "", cgroupsWatched_, n, n == 1 ? "" : "s");
+}
+
+void Daemon::updateStatus() {
+  std::string s = statusLine();
+  if (s == lastStatus_) return;
+  lastStatus_ = s;
+  notifier_.status(s);
+}
+
+Status Daemon::setupSources() {
+  auto sig = loop_->addSignals({SIGTERM, SIGINT, SIGHUP},
+                               [this](const signalfd_siginfo& si) { onSignal(si); });
+  if (!sig) return sig.error();
+  auto tick =
+      loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this] { this->tick(); });
+  if (!tick) return tick.error();
+  tickTimer_ = tick.value();
+  auto deadline = loop_->addTimer(std::chrono::hours(24 * 365), std::chrono::nanoseconds(0),
+                                  [this] { this->tick(); });
+  if (!deadline) return deadline.error();
+  deadlineTimer_ = deadline.value();
+  (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+  if (sensors_->fd() >= 0) {
+    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [this](uint32_t) {
+      sensors_->onReadable();
+      // A sync entered or left: plan now rather than at the next poll tick.
+      if (sensors_->detector().changed()) this->tick();
+    });
+    if (!io) return io.error();
+  }
+  if (auto wd = notifier_.watchdogPingInterval()) {
+    notifier_.watchdog();
+    auto t = loop_->addTimer(*wd, *wd, [this] { notifier_.watchdog(); });
+    if (!t) return t.error();
+    spdlog::info("systemd watchdog: pinging every {} ms", wd->count() / 1000);
+  }
+  watchConfigDirs();
+  watchDropIns();
+  return Ok{};
+}
+
+void Daemon::openDropIns() {
+  UnitDropInMode mode = options_.unitDropIns;
+  if (mode == UnitDropInMode::Auto && !options_.unitRoot.empty()) mode = UnitDropInMode::Files;
+  if (mode == UnitDropInMode::Off) {
+    spdlog::info("unit drop-ins: off (--unit-dropins=off)");
+    return;
+  }
+  std::unique_ptr<UnitDropInFinder> finder;
+  if (mode == UnitDropInMode::Auto || mode == UnitDropInMode::Systemd) {
+    auto units = SystemdDropInFinder::connect();
+    if (units) {
+      spdlog::info("unit drop-ins: asking systemd over its {} (DropInPaths, Reloading)",
+                   units.value()->via());
+      systemd_ = units.value().get();
+      finder = std::move(units.value());
+    } else if (mode == UnitDropInMode::Systemd) {
+      spdlog::error("unit drop-ins: cannot ask systemd ({}); [X-CxIOSync] sections are ignored",
+                    units.error().message);
+      return;
+    } else {
+      spdlog::info("unit drop-ins: systemd not available ({}); reading the unit search path",
+                   units.error().message);
+    }
+  }
+  if (!finder) {
+    finder = std::make_unique<SearchPathDropInFinder>(options_.unitRoot, systemUnitSearchPath());
+    if (!options_.unitRoot.empty())
+      spdlog::info("unit drop-ins: reading the unit search path below {}", options_.unitRoot);
+  }
+  dropIns_ = std::make_unique<DropInLayer>(std::move(finder));
+}
+
+void Daemon::watchDropIns() {
+  if (!dropIns_) return;
+  auto refresh = loop_->addTimer(std::chrono::hours(1), std::chrono::nanoseconds(0),
+                                 [this] { refreshDropIns("drop-in files changed"); });
+  if (refresh) {
+    dropInRefreshTimer_ = refresh.value();
+    (void)loop_->setTimer(dropInRefreshTimer_, std::chrono::nanoseconds(0),
+                          std::chrono::nanoseconds(0));
+  }
+  (void)loop_->addTimer(kDropInUpkeep, kDropInUpkeep, [this] {
+    if (dropIns_->maintain(Clock::now())) {
+      rebuildPolicy();
+      tick();
+    }
+  });
+  // Editing a drop-in applies without a daemon-reload (systemd itself would need one for a
+  // new or removed file: with systemd as the finder, those count after its Reloading signal).
+  auto watch =
+      DropInWatch::open(systemd_ ? std::string() : options_.unitRoot, systemUnitSearchPath());
+  if (!watch) {
+    spdlog::warn("cannot watch the drop-in directories ({}); changes apply on SIGHUP",
+                 watch.error().message);
+  } else {
+    dropInWatch_ = std::move(watch.value());
+    auto io = loop_->addIo(dropInWatch_->fd(), EPOLLIN, [this](uint32_t) {
+      if (dropInWatch_->onReadable() && dropInRefreshTimer_)
+        (void)loop_->setTimer(dropInRefreshTimer_, kReloadDebounce, std::chrono::nanoseconds(0));
+    });
+    if (!io) spdlog::warn("cannot watch the drop-in directories: {}", io.error().message);
+  }
+  if (systemd_) watchSystemd();
+}
+
+void Daemon::watchSystemd() {
+  auto io = loop_->addIo(
+      systemd_->fd(), systemd_->pollEvents(),
+      [this](uint32_t) {
+        auto p = systemd_->process();
+        if (p.reloads) refreshDropIns("systemd reloaded its units");
+        if (!p.disconnected) return;
+        spdlog::warn("systemd closed the connection (daemon-reexec?); reconnecting");
+        loop_->removeSource(systemdSource_);
+        systemdSource_ = 0;
+        (void)loop_->setTimer(systemdReconnectTimer_, kSystemdReconnect, kSystemdReconnect);
+      },
+      [this]() -> EventLoop::Prepared {
+        auto timeout = systemd_->pending() ? std::chrono::microseconds(0) : systemd_->timeout();
+        return {EventLoop::pollToEpoll(systemd_->pollEvents()), timeout};
+      });
+  if (!io) {
+    spdlog::warn("cannot listen to systemd's signals: {}", io.error().message);
+    return;
+  }
+  systemdSource_ = io.value();
+  if (systemdReconnectTimer_) return;
+  auto t = loop_->addTimer(std::chrono::hours(1), std::chrono::nanoseconds(0), [this] {
+    if (auto st = systemd_->reconnect(); !st) {
+      spdlog::debug("systemd does not answer yet: {}", st.error().message);
+      return;
+    }
+    (void)loop_->setTimer(systemdReconnectTimer_, std::chrono::nanoseconds(0),
+                          std::chrono::nanoseconds(0));
+    spdlog::info("reconnected to systemd over its {}", systemd_->via());
+    watchSystemd();
+    refreshDropIns("reconnected to systemd");
+  });
+  if (t) {
+    systemdReconnectTimer_ = t.value();
+    (void)loop_->setTimer(systemdReconnectTimer_, std::chrono::nanoseconds(0),
+                          std::chrono::nanoseconds(0));
+  }
+}
+
+void Daemon::refreshDropIns(const char* why) {
+  if (!dropIns_ || stopping_) return;
+  spdlog::info("re-reading unit drop-ins ({})", why);
+  if (dropInWatch_) dropInWatch_->rewatch();
+  if (!dropIns_->refreshAll(Clock::now())) return;
+  rebuildPolicy();
+  if (observer_) observer_->afterReload();
+  if (running_) tick();
+}
+
+void Daemon::trackPolicyOf(const CgroupPath& cgroup) {
+  if (dropIns_ && dropIns_->track(cgroup, Clock::now())) rebuildPolicy();
+}
+
+void Daemon::watchConfigDirs() {
+  // --config names a directory (cxiosync.yaml + cxiosync.d/) or one file: watch the
+  // directory that holds what we read.
+  struct stat st {};
+  std::string dir = options_.configPath;
+  if (::stat(dir.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    auto slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, std::max<size_t>(slash, 1));
+  }
+  inotifyFd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotifyFd_ < 0) {
+    spdlog::warn("inotify unavailable ({}); config changes need SIGHUP", strerror(errno));
+    return;
+  }
+  const uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE;
+  int watches = 0;
+  for (const std::string& d : {dir, dir + "/" + std::string(kConfigDropInDir)})
+    if (::inotify_add_watch(inotifyFd_, d.c_str(), mask) >= 0) ++watches;
+  if (watches == 0) {
+    ::close(inotifyFd_);
+    inotifyFd_ = -1;
+    return;
+  }
+  auto io = loop_->addIo(inotifyFd_, EPOLLIN, [this](uint32_t) { onInotify(); });
+  if (!io) return;
+  auto t = loop_->addTimer(std::chrono::hours(1), std::chrono::nanoseconds(0),
+                           [this] { reload("configuration files changed"); });
+  if (t) {
+    reloadTimer_ = t.value();
+    (void)loop_->setTimer(reloadTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+  }
+}
+
+void Daemon::onInotify() {
+  bool relevant = false;
+  drainInotify(inotifyFd_, [&](const inotify_event& ev) {
+    std::string_view name = ev.len ? ev.name : "";
+    // Editor temporaries and dot files do not count; the drop-in dir itself does.
+    if (name.empty() || name == kConfigDropInDir ||
+        (name[0] != '.' && name.size() > 5 && name.substr(name.size() - 5) == ".yaml"))
+      relevant = true;
+  });
+  if (relevant && reloadTimer_)
+    (void)loop_->setTimer(reloadTimer_, kReloadDebounce, std::chrono::nanoseconds(0));
+}
+
+int Daemon::run() {
+  const TimePoint now = Clock::now();
+  auto summary = executor_->recover(now);
+  if (!summary) return kExitFailure;
+  if (summary->restored || summary->keptChanged || summary->gone || summary->failed)
+    spdlog::info(
+        "recovery: {} restored, {} kept (changed by others), {} dropped (cgroup gone), "
+        "{} failed (kept for retry)",
+        summary->restored, summary->keptChanged, summary->gone, summary->failed);
+  if (auto st = setupSources(); !st) {
+    spdlog::critical("cannot set up the event loop: {}", st.error().message);
+    executor_->restoreAll(EndReason::Shutdown, Clock::now());
+    return kExitFailure;
+  }
+  spdlog::info("cxiosyncd ready: detector {} ({}), poll every {} ms, lift_on_shutdown={}{}",
+               detectorKindName(sensors_->detectorKind()), sensors_->detectorReason(),
+               settings_.pollInterval.count(), settings_.liftOnShutdown ? "yes" : "no",
+               settings_.dryRun ? ", DRY RUN: io.max is never written" : "");
+  running_ = true;
+  tick();
+  lastStatus_ = statusLine();
+  notifier_.ready(lastStatus_);
+  auto rc = loop_->run();
+  if (!rc) {
+    spdlog::critical("event loop failed: {}", rc.error().message);
+    stop();
+    return kExitFailure;
+  }
+  return rc.value();
+}
+
+void Daemon::tick() {
+  if (stopping_) return;
+  const TimePoint now = Clock::now();
+  ++ticks_;
+  auto snap = sensors_->tick(now);
+  const TimePoint tSnap = Clock::now();
+  if (!snap) {
+    if (snap.error().message != lastSnapshotError_) {
+      spdlog::error("cannot take a snapshot: {}", snap.error().message);
+      lastSnapshotError_ = snap.error().message;
+    }
+    return;
+  }
+  if (!lastSnapshotError_.empty()) {
+    spdlog::info("snapshots work again");
+    lastSnapshotError_.clear();
+  }
+  const Snapshot& s = snap.value();
+  cgroupsWatched_ = s.cgroups.size();
+  if (dropIns_) {
+    // Drop-ins of cgroups not seen before, before any decision about them.
+    bool changed = false;
+    for (const auto& [path, cg] : s.cgroups) changed = dropIns_->track(path, now) || changed;
+    for (const auto& sy : s.syncers) changed = dropIns_->track(sy.cgroup, now) || changed;
+    if (changed) rebuildPolicy();
+  }
+  // Syncs seen, counted once per sync call.
+  std::set<std::pair<int64_t, int64_t>> current;
+  for (const auto& sy : s.syncers) {
+    std::pair<int64_t, int64_t> key{sy.tid, usecOf(sy.since)};
+    current.insert(key);
+    if (!knownSyncers_.count(key)) {
+      ++syncsSeen_[syncSyscallName(sy.syscall)];
+      spdlog::debug("syncer seen {:.1f} ms after it entered the call ({} waits-on)  {}",
+                    std::chrono::duration<double, std::milli>(now - sy.since).count(),
+                    sy.waitsOn.size(), syncerText(sy));
+    }
+  }
+  knownSyncers_ = std::move(current);
+
+  PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
+  PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
+  const TimePoint tPlan = Clock::now();
+  execute(plan, now);
+  const TimePoint tExec = Clock::now();
+  armDeadline(plan.nextWakeup, now);
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  if (tExec - now > kSlowTick)
+    spdlog::debug(
+        "slow tick: snapshot {:.1f} ms, plan {:.1f} ms, execute {:.1f} ms "
+        "({} decisions, {} syncers)",
+        ms(tSnap - now), ms(tPlan - tSnap), ms(tExec - tPlan), plan.decisions.size(),
+        s.syncers.size());
+
+  // Dirty/writeback of cgroups under a finite write limit (own or inherited).
+  limitedBytes_.clear();
+  for (const auto& [path, cg] : s.cgroups) {
+    bool limited = false;
+    for (const auto& a : path.ancestorsAndSelf()) {
+      auto it = s.cgroups.find(a);
+      if (it == s.cgroups.end()) continue;
+      for (const auto& e : it->second.ioMax) limited = limited || limitsWrites(e);
+    }
+    if (limited) limitedBytes_.push_back({path.display(), cg.fileDirty, cg.fileWriteback});
+  }
+  writeMetrics(now, false);
+  updateStatus();
+  // With tracefs a sync wakes the loop through the trace pipe (and its unknown cgroups are
+  // walked then), and the planner arms its own deadlines: while nothing syncs and nothing is
+  // boosted, the poll only refreshes metrics and notices new cgroups, so 1 s is enough
+  // (VM: idle CPU per 10 s, see docs/configuration.md). procfs must poll to see a sync.
+  setIdleTick(sensors_->detectorKind() == DetectorKind::Tracefs && s.syncers.empty() &&
+              executor_->activeCount() == 0);
+  if (observer_) observer_->afterTick(s, plan);
+}
+
+void Daemon::setIdleTick(bool idle) {
+  if (idle == idleTick_) return;
+  idleTick_ = idle;
+  auto period = idle ? std::max<std::chrono::nanoseconds>(kIdleTick, settings_.pollInterval)
+                     : std::chrono::nanoseconds(settings_.pollInterval);
+  (void)loop_->setTimer(tickTimer_, period, period);
+}
+
+void Daemon::setRuntimePolicy(std::map<CgroupPath, PolicySettings> layer) {
+  runtimePolicy_ = std::move(layer);
+  rebuildPolicy();
+  // Before run() has restored the journal no planning (and no boost) may happen: the D-Bus
+  // adapter sets the persisted runtime layer before run().
+  if (running_ && !stopping_) tick();
+}
+
+void Daemon::armDeadline(std::optional<TimePoint> at, TimePoint now) {
+  if (!at) {
+    (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+    return;
+  }
+  auto delay = *at - now;
+  if (delay < std::chrono::milliseconds(1)) delay = std::chrono::milliseconds(1);
+  (void)loop_->setTimer(deadlineTimer_, std::chrono::duration_cast<std::chrono::nanoseconds>(delay),
+                        std::chrono::nanoseconds(0));
+}
+
+void Daemon::execute(const PlanResult& plan, TimePoint now) {
+  // The planner orders them: restores, updates, starts, refusals.
+  for (const Decision& d : plan.decisions) {
+    if (const auto* r = std::get_if<RestoreBoost>(&d)) {
+      (void)executor_->restore(*r, now);
+    } else if (const auto* u = std::get_if<UpdateBoost>(&d)) {
+      executor_->update(*u);
+    } else if (const auto* st = std::get_if<StartBoost>(&d)) {
+      auto key = std::make_pair(st->cgroup, st->device);
+      auto backoff = startBackoff_.find(key);
+      if (backoff != startBackoff_.end()) {
+        if (now < backoff->second) continue;
+        startBackoff_.erase(backoff);
+      }
+      auto res = executor_->start(*st, now, st->shutdownLift);
+      if (!res && res.error().code != EALREADY && res.error().code != EEXIST)
+        startBackoff_[key] = now + kStartRetry;
+    } else if (const auto* f = std::get_if<Refuse>(&d)) {
+      logRefusal(*f);
+    }
+  }
+}
+
+void Daemon::logRefusal(const Refuse& r) {
+  ++refusals_[refuseReasonName(r.why)];
+  const std::string holder = r.cgroup.display();
+  if (r.why == RefuseReason::DryRun) {
+    spdlog::info(
+        "dry-run: would boost {} on {} for {}[{}] in {} ({}); {}  action=dry-run-boost "
+        "cgroup={} dirtier={} device={} {} reason={}",
+        holder, r.device.str(), r.syncer.comm, r.syncer.tid, r.syncer.cgroup.display(),
+        syncSyscallName(r.syncer.syscall), r.detail, logQuote(holder),
+        logQuote(r.dirtier.display()), r.device.str(), syncerText(r.syncer), logQuote(r.detail));
+    return;
+  }
+  spdlog::info(
+      "not boosting {} on {} for {}[{}] in {} ({}): {}; {}  action=refuse cgroup={} "
+      "dirtier={} device={} {} refusal={} reason={}",
+      holder, r.device.str(), r.syncer.comm, r.syncer.tid, r.syncer.cgroup.display(),
+      syncSyscallName(r.syncer.syscall), refuseReasonName(r.why), r.detail, logQuote(holder),
+      logQuote(r.dirtier.display()), r.device.str(), syncerText(r.syncer), refuseReasonName(r.why),
+      logQuote(r.detail));
+}
+
+void Daemon::writeMetrics(TimePoint now, bool force) {
+  if (!force && !metrics_.due(now)) return;
+  if (auto w = metrics_.write(formatMetrics(metricsSnapshot(now)), now); !w)
+    spdlog::debug("cannot write metrics: {}", w.error().message);
+}
+
+MetricsSnapshot Daemon::metricsSnapshot(TimePoint now) const {
+  MetricsSnapshot m;
+  m.detector = detectorKindName(sensors_->detectorKind());
+  const auto& st = executor_->stats();
+  m.boostsBySyscall = st.boostsBySyscall;
+  m.boostEndsByReason = st.endsByReason;
+  m.refusalsByReason = refusals_;
+  m.syncsBySyscall = syncsSeen_;
+  m.boostSecondsTotal = st.boostSecondsTotal + executor_->activeBoostSeconds(now);
+  m.activeBoosts = executor_->activeCount();
+  m.keptChanged = st.keptChanged;
+  m.errors = st.failures;
+  m.cgroupsWatched = cgroupsWatched_;
+  m.ticks = ticks_;
+  m.limitedCgroups = limitedBytes_;
+  return m;
+}
+
+void Daemon::onSignal(const signalfd_siginfo& si) {
+  if (si.ssi_signo == SIGHUP) {
+    reload("SIGHUP");
+    return;
+  }
+  spdlog::info("received {}, stopping", strsignal(static_cast<int>(si.ssi_signo)));
+  stop();
+  loop_->exit(kExitOk);
+}
+
+void Daemon::reload(const char* why) {
+  notifier_.reloading("reloading configuration");
+  spdlog::info("reloading configuration ({})", why);
+  auto cfg = checkConfigPath(options_.configPath);
+  if (!cfg) {
+    spdlog::error("configuration not reloaded, keeping the previous one: {}", cfg.error().message);
+    notifier_.ready(statusLine() + "; last reload failed: " + cfg.error().message);
+    lastStatus_.clear();
+    return;
+  }
+  GlobalSettings next = effectiveSettings(cfg.value());
+  if (next.detector != settings_.detector || next.watchFsync != settings_.watchFsync ||
+      next.minDirtyBytes != settings_.minDirtyBytes)
+    spdlog::warn(
+        "detector, watch_fsync and min_dirty_bytes changes take effect at the next "
+        "daemon restart");
+  next.detector = settings_.detector;
+  next.watchFsync = settings_.watchFsync;
+  next.minDirtyBytes = settings_.minDirtyBytes;
+  if (next.pollInterval != settings_.pollInterval) {
+    (void)loop_->setTimer(tickTimer_, next.pollInterval, next.pollInterval);
+    idleTick_ = false;  // the next tick chooses again
+  }
+  if (next.dryRun != settings_.dryRun) executor_->setDryRun(next.dryRun);
+  config_ = std::move(cfg.value());
+  settings_ = next;
+  if (dropIns_) {
+    if (dropInWatch_) dropInWatch_->rewatch();
+    dropIns_->refreshAll(Clock::now());
+  }
+  rebuildPolicy();
+  spdlog::info("configuration reloaded from {} file(s)", config_.files.size());
+  lastStatus_ = statusLine();
+  notifier_.ready(lastStatus_);
+  if (observer_) observer_->afterReload();
+  tick();
+}
+
+void Daemon::stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  notifier_.stopping("stopping");
+  const TimePoint now = Clock::now();
+  const bool goingDown =
+      settings_.liftOnShutdown && !settings_.dryRun && systemShuttingDown(options_.assumeShutdown);
+  if (goingDown) {
+    spdlog::info(
+        "the system is shutting down: lifting every boostable write limit so the final "
+        "sync is not throttled (lift_on_shutdown)");
+    auto snap = sensors_->tick(now);
+    if (snap) {
+      PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
+      PlanResult plan = planner_.step(snap.value(), executor_->active(), lookup, settings_, true);
+      for (const Decision& d : plan.decisions)
+        if (const auto* st = std::get_if<StartBoost>(&d)) (void)executor_->start(*st, now, true);
+      // Boosts already in force stay lifted too: restoring them now would only slow the
+      // final sync. Their records stay in the journal (a tmpfs, gone after the reboot).
+      spdlog::info("shutdown: {} limit(s) lifted or left lifted", executor_->activeCount());
+      writeMetrics(now, true);
+      return;
+    }
+    spdlog::error("cannot take a snapshot for the shutdown lift ({}); restoring instead",
+                  snap.error().message);
+  }
+  size_t left = executor_->restoreAll(EndReason::Shutdown, now);
+  if (left)
+    spdlog::error("{} boost(s) could not be restored; they stay in {} for the next start", left,
+                  journal_->path());
+  writeMetrics(now, true);
+}
+
+}  // namespace cxiosync

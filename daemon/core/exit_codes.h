@@ -1,0 +1,12 @@
+#pragma once
+// Exit codes of cxiosyncd, documented in --help and cxiosyncd.service
+// (RestartPreventExitStatus=2 6: a bad command line or configuration is not retried).
+
+namespace cxiosync {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // runtime failure (cgroup root, journal, ...)
+inline constexpr int kExitUsage = 2;    // bad command line
+inline constexpr int kExitBadConfig = 6;
+
+}  // namespace cxiosync

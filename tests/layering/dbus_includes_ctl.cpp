@@ -1,0 +1,2 @@
+// Must not compile: dbus_includes_ctl may not see dbus/ctl/cli.h (tests/layering/CMakeLists.txt).
+#include "dbus/ctl/cli.h"

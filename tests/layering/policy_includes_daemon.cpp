@@ -1,0 +1,3 @@
+// Must not compile: policy_includes_daemon may not see daemon/kernel/fs.h
+// (tests/layering/CMakeLists.txt).
+#include "daemon/kernel/fs.h"
