@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "policy/model/effective_limit.h"
+#include "policy/planner/decision_text.h"
 
 namespace cxiosync {
 
@@ -54,63 +55,6 @@ uint64_t fingerprint(uint64_t holderHash, const DevNum& dev, RefuseReason why) {
 uint64_t dirtyBytes(const CgroupState& st) {
   const uint64_t sum = st.fileDirty + st.fileWriteback;
   return sum < st.fileDirty ? UINT64_MAX : sum;
-}
-
-std::string fmtLimit(uint64_t v) {
-  return v == kUnlimited ? "max" : std::to_string(v);
-}
-std::string fmtLimit(const std::optional<uint64_t>& v) {
-  return fmtLimit(v ? *v : kUnlimited);
-}
-
-std::string fmtBytes(uint64_t b) {
-  if (b >= (1ull << 20)) {
-    uint64_t tenths = b * 10 / (1ull << 20);
-    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " MiB";
-  }
-  return std::to_string(b) + " B";
-}
-
-std::string fmtSeconds(nanoseconds d) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  return std::to_string(ms / 1000) + "." + std::to_string((ms % 1000) / 100) + "s";
-}
-
-// "wbps 1048576 -> max, wiops 100 -> max": the keys that change.
-std::string limitChange(const IoLimits& from, const IoLimits& to) {
-  std::string out;
-  auto key = [&](const char* name, const std::optional<uint64_t>& a,
-                 const std::optional<uint64_t>& b) {
-    if (a == b) return;
-    if (!out.empty()) out += ", ";
-    out += name;
-    out += ' ';
-    out += fmtLimit(a);
-    out += " -> ";
-    out += fmtLimit(b);
-  };
-  key("rbps", from.rbps, to.rbps);
-  key("wbps", from.wbps, to.wbps);
-  key("riops", from.riops, to.riops);
-  key("wiops", from.wiops, to.wiops);
-  return out.empty() ? "no change" : out;
-}
-
-std::string describeSyncer(const Syncer& s) {
-  return std::string(syncSyscallName(s.syscall)) + " by " + std::to_string(s.pid) + "/" +
-         std::to_string(s.tid) + " '" + s.comm + "' in " + s.cgroup.display();
-}
-
-std::string describeCeiling(const BoostCeiling& c) {
-  switch (c.kind) {
-    case BoostCeiling::Kind::Inherit:
-      return "inherit";
-    case BoostCeiling::Kind::Max:
-      return "max";
-    case BoostCeiling::Kind::Bytes:
-      return std::to_string(c.bytesPerSecond) + " B/s";
-  }
-  return "?";
 }
 
 // The boosted line: per key never lower than the original; rbps/riops untouched.
@@ -182,6 +126,8 @@ TimePoint PlannerState::budgetFreesAt(const CgroupPath& cgroup, TimePoint now, s
 
 // ---------------------------------------------------------------------------------------------
 
+// One step's work: the per-step buffers (kept between steps, so that steps stay
+// allocation-poor) and the phases of step() over them, in the order step() runs them.
 struct Planner::Scratch {
   // A finite write limit as the planner sees it: the snapshot's line, or for a boosted pair
   // the recorded original (io.max shows our boosted value, or no line when boosted to max).
@@ -221,6 +167,29 @@ struct Planner::Scratch {
     IoLimits proposed;
     int32_t dirtier;
   };
+  // The (holder, device) pair decidePair() is deciding.
+  struct Pair {
+    uint32_t li;
+    Lim& lim;
+    const ActiveBoost* boost;  // in force on the pair, or null
+    const CgroupPath& holder;
+    const Knobs& knobs;  // the holder's
+    uint32_t stamp;      // SyncerInfo::servedStamp of the boost's members
+  };
+  // What became of an active boost's recorded members (keepMembers).
+  struct Members {
+    bool ineligible = false;  // one is still syncing but no longer eligible
+    bool changed = false;     // the set to record differs from the recorded one
+  };
+
+  // The step's inputs: set by startStep(), valid until step() returns.
+  const Snapshot* snap = nullptr;
+  const std::vector<ActiveBoost>* active = nullptr;
+  const PolicyLookup* policy = nullptr;
+  const GlobalSettings* settings = nullptr;
+  PlannerState* state = nullptr;
+  TimePoint now{};
+  std::optional<TimePoint> wakeup;
 
   std::vector<const std::pair<const CgroupPath, CgroupState>*> cgs;
   std::vector<Lim> lims;
@@ -242,6 +211,8 @@ struct Planner::Scratch {
   std::vector<SyncerId> present;
   std::vector<Decision> out;
 
+  // --- lookups ---------------------------------------------------------------------------
+  uint32_t cgCount() const { return uint32_t(cgs.size()); }
   int32_t findCg(std::string_view rel) const {
     auto it = std::lower_bound(cgs.begin(), cgs.end(), rel, [](const auto* e, std::string_view r) {
       return std::string_view(e->first.relative()) < r;
@@ -257,6 +228,80 @@ struct Planner::Scratch {
   }
   const CgroupPath& path(uint32_t cg) const { return cgs[cg]->first; }
   const CgroupState& cgState(uint32_t cg) const { return cgs[cg]->second; }
+  const ActiveBoost& boost(size_t i) const { return (*active)[i]; }
+  const CgroupPath& pathOr(int32_t cg, const CgroupPath& fallback) const {
+    return cg >= 0 ? path(uint32_t(cg)) : fallback;
+  }
+  int32_t syncerByTid(int64_t tid) const {
+    auto it = std::lower_bound(byTid.begin(), byTid.end(), std::pair<int64_t, uint32_t>{tid, 0});
+    return (it != byTid.end() && it->first == tid) ? int32_t(it->second) : -1;
+  }
+  static bool relevant(const SyncerInfo& si, const DevNum& dev) {
+    return si.allDevices || std::binary_search(si.devices.begin(), si.devices.end(), dev);
+  }
+  // Holders are always in `cgs`, so "outside the holder's subtree" is an index test.
+  static bool foreignTo(const SyncerInfo& si, uint32_t holderCg) {
+    return std::find(si.ancestors.begin(), si.ancestors.end(), holderCg) == si.ancestors.end();
+  }
+  // Policy of a holder, once per step.
+  const Knobs& holderKnobs(uint32_t cg) {
+    int32_t& slot = holderPol[cg];
+    if (slot < 0) {
+      slot = int32_t(knobs.size());
+      knobs.push_back(knobsOf((*policy)(path(cg))));
+    }
+    return knobs[size_t(slot)];
+  }
+  uint64_t holderHash(Lim& L) {
+    if (!L.holderHash) L.holderHash = mix(std::hash<std::string>()(path(L.cg).relative())) | 1;
+    return L.holderHash;
+  }
+  void wakeAt(TimePoint t) {
+    if (t < now + kMinWakeup) t = now + kMinWakeup;
+    if (!wakeup || t < *wakeup) wakeup = t;
+  }
+  // Emits a refusal once per sync call and (holder, device, reason).
+  template <class Make>
+  void refuse(std::unordered_set<uint64_t>*& reported, const SyncerId& id, uint64_t fp,
+              Make&& make) {
+    if (!reported) reported = &state->reported[id];
+    if (!reported->insert(fp).second) return;
+    out.push_back(make());
+  }
+  const IoLimits& ownLimit(SyncerInfo& si, const DevNum& dev);
+  bool budgetExhausted(uint32_t cg, bool boostedNow);
+
+  // --- phases, in step() order -----------------------------------------------------------
+  void startStep(const Snapshot& sn, const std::vector<ActiveBoost>& ac, const PolicyLookup& po,
+                 const GlobalSettings& se, PlannerState& st);
+  void indexCgroups();
+  void indexActive();
+  void indexLimits();
+  void accountBudgets();
+  void forgetDepartedSyncers(bool liftAll);
+  void liftForShutdown();
+  void prepareSyncers();
+  void assignDirtiers();
+  void collectWaits();
+  void decidePairs();
+  void restoreVanished();
+  PlanResult emitOrdered();
+
+  // --- parts of the phases ---------------------------------------------------------------
+  void trimUsage(PlannerState::HolderUsage& u, uint32_t cg);
+  void liftOne(Lim& L, const Syncer& shutdownSyncer, std::unordered_set<uint64_t>*& reported);
+  void prepareSyncer(SyncerInfo& si, const Syncer& sy, uint32_t index);
+  void rebuildInodes();
+  int32_t cgByInode(uint64_t ino);
+  void decidePair(uint32_t li, size_t wBegin, size_t wEnd);
+  Members keepMembers(const Pair& p);
+  void gatherWanters(const Pair& p, size_t wBegin, size_t wEnd);
+  void evaluate(const Pair& p, uint32_t sIdx, int32_t dirtier, bool belowMin);
+  IoLimits proposedLimits(const Pair& p, SyncerInfo& si);
+  std::string ceilingNotHigherDetail(const Pair& p, SyncerInfo& si);
+  void continueBoost(const Pair& p, Members m);
+  void refuseOverBudget(const Pair& p);
+  void startBoost(const Pair& p);
 };
 
 Planner::Planner() : scratch_(std::make_unique<Scratch>()) {}
@@ -285,688 +330,733 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
                          bool shuttingDown) {
   if (!scratch_) scratch_ = std::make_unique<Scratch>();
   Scratch& s = *scratch_;
-  const TimePoint now = snap.now;
+  s.startStep(snap, active, policy, settings, state_);
   const bool liftAll = shuttingDown && settings.liftOnShutdown;
-  std::optional<TimePoint> wakeup;
-  auto wakeAt = [&](TimePoint t) {
-    if (t < now + kMinWakeup) t = now + kMinWakeup;
-    if (!wakeup || t < *wakeup) wakeup = t;
-  };
-  s.out.clear();
-
-  // 0. Cgroups in path order (the map's order) for prefix lookups without allocation.
-  s.cgs.clear();
-  s.cgs.reserve(snap.cgroups.size());
-  for (const auto& kv : snap.cgroups) s.cgs.push_back(&kv);
-  const uint32_t nCg = uint32_t(s.cgs.size());
-
-  // 1. Active boosts by cgroup index.
-  s.activeCg.assign(active.size(), -1);
-  s.activeByCg.clear();
-  for (size_t i = 0; i < active.size(); ++i) {
-    int32_t cg = s.findCg(active[i].cgroup.relative());
-    s.activeCg[i] = cg;
-    if (cg >= 0) s.activeByCg.push_back({{uint32_t(cg), active[i].device}, uint32_t(i)});
-  }
-  std::sort(s.activeByCg.begin(), s.activeByCg.end());
-
-  // 2. Finite write limits per cgroup, boosted pairs seen through their recorded original.
-  s.lims.clear();
-  s.limBegin.assign(nCg + 1, 0);
-  {
-    size_t ai = 0;
-    for (uint32_t c = 0; c < nCg; ++c) {
-      s.limBegin[c] = uint32_t(s.lims.size());
-      size_t aBegin = ai;
-      while (ai < s.activeByCg.size() && s.activeByCg[ai].first.first == c) ++ai;
-      for (const IoMaxEntry& e : s.cgState(c).ioMax) {
-        bool boosted = false;
-        for (size_t k = aBegin; k < ai; ++k) boosted |= s.activeByCg[k].first.second == e.dev;
-        if (boosted || !hasFiniteWriteLimit(e.limits)) continue;
-        Scratch::Lim lim;
-        lim.cg = c;
-        lim.dev = e.dev;
-        lim.orig = fullIoMaxEntry(e);
-        s.lims.push_back(std::move(lim));
-      }
-      for (size_t k = aBegin; k < ai; ++k) {
-        const ActiveBoost& b = active[s.activeByCg[k].second];
-        if (k > aBegin && s.activeByCg[k - 1].first == s.activeByCg[k].first) continue;  // dup
-        Scratch::Lim lim;
-        lim.cg = c;
-        lim.dev = b.device;
-        lim.orig = fullIoMaxEntry(b.original);
-        lim.orig.dev = b.device;
-        lim.active = int32_t(s.activeByCg[k].second);
-        s.lims.push_back(std::move(lim));
-      }
-      std::sort(s.lims.begin() + s.limBegin[c], s.lims.end(),
-                [](const Scratch::Lim& a, const Scratch::Lim& b) { return a.dev < b.dev; });
-    }
-    s.limBegin[nCg] = uint32_t(s.lims.size());
-  }
-
-  // Policy of a holder, once per step.
-  s.holderPol.assign(nCg, -1);
-  s.knobs.clear();
-  auto holderKnobs = [&](uint32_t cg) -> const Knobs& {
-    int32_t& slot = s.holderPol[cg];
-    if (slot < 0) {
-      slot = int32_t(s.knobs.size());
-      s.knobs.push_back(knobsOf(policy(s.path(cg))));
-    }
-    return s.knobs[size_t(slot)];
-  };
-  auto holderHash = [&](Scratch::Lim& L) {
-    if (!L.holderHash) L.holderHash = mix(std::hash<std::string>()(s.path(L.cg).relative())) | 1;
-    return L.holderHash;
-  };
-
-  // 3. Budget accounting from what is actually in force. Both lists are in path order:
-  // merge them instead of looking paths up.
-  s.activeHolders.clear();
-  for (const auto& [key, idx] : s.activeByCg) {
-    const ActiveBoost& b = active[idx];
-    if (b.shutdownLift) continue;
-    if (!s.activeHolders.empty() && s.activeHolders.back().first == key.first) {
-      s.activeHolders.back().second = std::min(s.activeHolders.back().second, b.started);
-    } else {
-      s.activeHolders.push_back({key.first, b.started});
-    }
-  }
-  {
-    auto trim = [&](PlannerState::HolderUsage& u, uint32_t cg) {
-      const seconds window = holderKnobs(cg).budget.window;
-      auto keepFrom =
-          std::find_if(u.closed.begin(), u.closed.end(),
-                       [&](const PlannerState::Interval& iv) { return iv.end > now - window; });
-      u.closed.erase(u.closed.begin(), keepFrom);
-    };
-    auto it = state_.usage.begin();
-    size_t k = 0;
-    while (it != state_.usage.end() || k < s.activeHolders.size()) {
-      int cmp = 0;
-      if (it == state_.usage.end()) {
-        cmp = 1;
-      } else if (k == s.activeHolders.size()) {
-        cmp = -1;
-      } else {
-        cmp = it->first.relative().compare(s.path(s.activeHolders[k].first).relative());
-      }
-      if (cmp > 0) {  // boosted, no history yet
-        const auto& [cg, started] = s.activeHolders[k++];
-        auto& u = state_.usage.emplace_hint(it, s.path(cg), PlannerState::HolderUsage{})->second;
-        u.openSince = std::min(started, now);
-        u.lastSeenActive = now;
-        continue;
-      }
-      auto& u = it->second;
-      if (cmp == 0) {  // boosted now
-        const auto& [cg, started] = s.activeHolders[k++];
-        TimePoint begin = std::min(started, now);
-        if (!u.closed.empty()) begin = std::max(begin, u.closed.back().end);
-        u.openSince = u.openSince ? std::min(*u.openSince, begin) : begin;
-        u.lastSeenActive = now;
-        trim(u, cg);
-        ++it;
-        continue;
-      }
-      // not boosted now: close the open interval at the last step that saw it in force
-      if (u.openSince) {
-        if (u.lastSeenActive > *u.openSince) u.closed.push_back({*u.openSince, u.lastSeenActive});
-        u.openSince.reset();
-      }
-      int32_t cg = s.findCg(it->first.relative());
-      if (cg >= 0) trim(u, uint32_t(cg));
-      if (cg < 0 || u.closed.empty()) {  // gone cgroups take their history with them
-        it = state_.usage.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  auto budgetExhausted = [&](uint32_t cg, bool boostedNow) {
-    const Knobs& k = holderKnobs(cg);
-    if (k.budget.percent >= 100 || k.budget.window.count() <= 0) return false;
-    const nanoseconds allowed = nanoseconds(k.budget.window) * k.budget.percent / 100;
-    const nanoseconds used = state_.usedWithin(s.path(cg), now, k.budget.window);
-    if (used < allowed) {
-      if (boostedNow) wakeAt(now + (allowed - used));
-      return false;
-    }
-    if (!boostedNow) wakeAt(state_.budgetFreesAt(s.path(cg), now, k.budget.window, allowed));
-    return true;
-  };
-
-  // 4. Syncers present now, stable order (earliest first), and their state.
-  s.present.clear();
-  for (const Syncer& sy : snap.syncers) s.present.push_back(SyncerId{sy.tid, sy.since});
-  if (liftAll) s.present.push_back(SyncerId{0, TimePoint{}});
-  std::sort(s.present.begin(), s.present.end());
-  for (auto it = state_.reported.begin(); it != state_.reported.end();) {
-    if (std::binary_search(s.present.begin(), s.present.end(), it->first)) {
-      ++it;
-    } else {
-      it = state_.reported.erase(it);
-    }
-  }
-  for (auto it = state_.spent.begin(); it != state_.spent.end();) {
-    auto& v = it->second;
-    v.erase(std::remove_if(v.begin(), v.end(),
-                           [&](const SyncerId& id) {
-                             return !std::binary_search(s.present.begin(), s.present.end(), id);
-                           }),
-            v.end());
-    it = v.empty() ? state_.spent.erase(it) : std::next(it);
-  }
-  s.spentIdx.clear();
-  for (const auto& [key, ids] : state_.spent) {
-    int32_t cg = s.findCg(key.cgroup.relative());
-    if (cg < 0) continue;
-    int32_t li = s.findLim(uint32_t(cg), key.device);
-    if (li < 0) continue;
-    for (const SyncerId& id : ids) s.spentIdx.push_back({uint32_t(li), id});
-  }
-  std::sort(s.spentIdx.begin(), s.spentIdx.end());
-
-  // Emits a refusal once per sync call and (holder, device, reason).
-  auto refuse = [&](std::unordered_set<uint64_t>*& reported, const SyncerId& id, uint64_t fp,
-                    auto&& make) {
-    if (!reported) reported = &state_.reported[id];
-    if (!reported->insert(fp).second) return;
-    s.out.push_back(make());
-  };
-
-  // 5. Shutdown: lift every boostable limit, nothing else.
+  s.indexCgroups();
+  s.indexActive();
+  s.indexLimits();
+  s.accountBudgets();
+  s.forgetDepartedSyncers(liftAll);
   if (liftAll) {
-    Syncer shutdownSyncer;
-    shutdownSyncer.comm = "(shutdown)";
-    shutdownSyncer.since = now;
-    const SyncerId sid{0, TimePoint{}};
-    std::unordered_set<uint64_t>* reported = nullptr;
-    for (uint32_t li = 0; li < s.lims.size(); ++li) {
-      Scratch::Lim& L = s.lims[li];
-      const ActiveBoost* b = L.active >= 0 ? &active[size_t(L.active)] : nullptr;
-      if (b && b->shutdownLift) continue;
-      const Knobs& k = holderKnobs(L.cg);
-      const CgroupPath& holder = s.path(L.cg);
-      if (b) {
-        // An ordinary boost ends here; the lift (if any) starts on the next step from what
-        // io.max then really holds (the restore is compare-and-restore and may keep a value
-        // someone else wrote, so the original cannot be predicted).
-        s.out.push_back(RestoreBoost{b->cgroup, b->device, b->boosted, b->original,
-                                     k.allow ? EndReason::Shutdown : EndReason::PolicyChanged});
-        wakeAt(now);
-        continue;
-      }
-      if (!k.allow) {
-        refuse(reported, sid, fingerprint(holderHash(L), L.dev, RefuseReason::BoostDenied), [&] {
-          return Refuse{holder,
-                        holder,
-                        L.dev,
-                        shutdownSyncer,
-                        RefuseReason::BoostDenied,
-                        "shutdown: boost is deny on " + holder.display() + ": not lifted"};
-        });
-        continue;
-      }
-      const bool bytes = k.ceiling.kind == BoostCeiling::Kind::Bytes;
-      const IoLimits lifted =
-          raise(L.orig.limits, bytes ? k.ceiling.bytesPerSecond : kUnlimited, kUnlimited);
-      if (lifted == L.orig.limits) continue;
-      if (settings.dryRun) {
-        refuse(reported, sid, fingerprint(holderHash(L), L.dev, RefuseReason::DryRun), [&] {
-          return Refuse{holder,
-                        holder,
-                        L.dev,
-                        shutdownSyncer,
-                        RefuseReason::DryRun,
-                        "dry run: shutdown would lift " + holder.display() + " on " + L.dev.str() +
-                            ": " + limitChange(L.orig.limits, lifted)};
-        });
-        continue;
-      }
-      StartBoost d;
-      d.cgroup = holder;
-      d.dirtier = holder;
-      d.device = L.dev;
-      d.original = L.orig;
-      d.boosted = IoMaxEntry{L.dev, lifted};
-      d.trigger = shutdownSyncer;
-      d.shutdownLift = true;
-      d.reason = "shutdown: lift " + holder.display() + " on " + L.dev.str() + ": " +
-                 limitChange(L.orig.limits, lifted) + " for the final sync";
-      s.out.push_back(std::move(d));
-    }
+    s.liftForShutdown();
   } else {
-    // 6. Syncer preparation.
-    s.syncers.clear();
-    s.heuristicSyncers.clear();
-    s.byTid.clear();
-    {
-      std::vector<const Syncer*> order;
-      order.reserve(snap.syncers.size());
-      for (const Syncer& sy : snap.syncers) order.push_back(&sy);
-      std::sort(order.begin(), order.end(), [](const Syncer* a, const Syncer* b) {
-        return std::tie(a->since, a->tid) < std::tie(b->since, b->tid);
-      });
-      s.syncers.resize(order.size());
-      for (size_t i = 0; i < order.size(); ++i) {
-        Scratch::SyncerInfo& si = s.syncers[i];
-        si.devices.clear();  // keep capacities: steps stay allocation-poor
-        si.effCache.clear();
-        si.ancestors.clear();
-        si.reported = nullptr;
-        si.isolationOffSaid = false;
-        si.allDevices = true;
-        si.servedStamp = 0;
-        si.s = order[i];
-        forEachAncestorOrSelf(order[i]->cgroup.relative(), [&](std::string_view p) {
-          int32_t c = s.findCg(p);
-          if (c >= 0) si.ancestors.push_back(uint32_t(c));
-        });
-        si.id = SyncerId{order[i]->tid, order[i]->since};
-        si.pol = knobsOf(policy(order[i]->cgroup));
-        si.heuristic = order[i]->waitsOn.empty();
-        if (order[i]->syscall != SyncSyscall::Sync && order[i]->targetDevice) {
-          si.allDevices = false;
-          si.devices.push_back(*order[i]->targetDevice);
-          for (const DevNum& d : snap.devices.below(*order[i]->targetDevice)) {
-            si.devices.push_back(d);
-          }
-          std::sort(si.devices.begin(), si.devices.end());
-        }
-        auto rep = state_.reported.find(si.id);
-        if (rep != state_.reported.end()) si.reported = &rep->second;
-        if (si.heuristic) s.heuristicSyncers.push_back(uint32_t(i));
-        s.byTid.push_back({order[i]->tid, uint32_t(i)});
-      }
-      std::sort(s.byTid.begin(), s.byTid.end());
+    s.prepareSyncers();
+    s.assignDirtiers();
+    s.collectWaits();
+    s.decidePairs();
+  }
+  s.restoreVanished();
+  return s.emitOrdered();
+}
+
+void Planner::Scratch::startStep(const Snapshot& sn, const std::vector<ActiveBoost>& ac,
+                                 const PolicyLookup& po, const GlobalSettings& se,
+                                 PlannerState& st) {
+  snap = &sn;
+  active = &ac;
+  policy = &po;
+  settings = &se;
+  state = &st;
+  now = sn.now;
+  wakeup.reset();
+  out.clear();
+}
+
+// Cgroups in path order (the map's order) for prefix lookups without allocation.
+void Planner::Scratch::indexCgroups() {
+  cgs.clear();
+  cgs.reserve(snap->cgroups.size());
+  for (const auto& kv : snap->cgroups) cgs.push_back(&kv);
+  holderPol.assign(cgs.size(), -1);
+  knobs.clear();
+}
+
+// Active boosts by cgroup index.
+void Planner::Scratch::indexActive() {
+  activeCg.assign(active->size(), -1);
+  activeByCg.clear();
+  for (size_t i = 0; i < active->size(); ++i) {
+    int32_t cg = findCg(boost(i).cgroup.relative());
+    activeCg[i] = cg;
+    if (cg >= 0) activeByCg.push_back({{uint32_t(cg), boost(i).device}, uint32_t(i)});
+  }
+  std::sort(activeByCg.begin(), activeByCg.end());
+}
+
+// Finite write limits per cgroup, boosted pairs seen through their recorded original.
+void Planner::Scratch::indexLimits() {
+  const uint32_t nCg = cgCount();
+  lims.clear();
+  limBegin.assign(nCg + 1, 0);
+  size_t ai = 0;
+  for (uint32_t c = 0; c < nCg; ++c) {
+    limBegin[c] = uint32_t(lims.size());
+    size_t aBegin = ai;
+    while (ai < activeByCg.size() && activeByCg[ai].first.first == c) ++ai;
+    for (const IoMaxEntry& e : cgState(c).ioMax) {
+      bool boosted = false;
+      for (size_t k = aBegin; k < ai; ++k) boosted |= activeByCg[k].first.second == e.dev;
+      if (boosted || !hasFiniteWriteLimit(e.limits)) continue;
+      Lim lim;
+      lim.cg = c;
+      lim.dev = e.dev;
+      lim.orig = fullIoMaxEntry(e);
+      lims.push_back(std::move(lim));
     }
-    auto syncerByTid = [&](int64_t tid) -> int32_t {
-      auto it =
-          std::lower_bound(s.byTid.begin(), s.byTid.end(), std::pair<int64_t, uint32_t>{tid, 0});
-      return (it != s.byTid.end() && it->first == tid) ? int32_t(it->second) : -1;
-    };
-    // The syncer's own effective write limit on `dev` (for boost_ceiling: inherit).
-    auto ownLimit = [&](Scratch::SyncerInfo& si, const DevNum& dev) -> const IoLimits& {
-      for (const auto& [d, l] : si.effCache) {
-        if (d == dev) return l;
-      }
-      IoLimits eff{kUnlimited, kUnlimited, kUnlimited, kUnlimited};
-      forEachAncestorOrSelf(si.s->cgroup.relative(), [&](std::string_view p) {
-        int32_t cg = s.findCg(p);
-        if (cg < 0) return;
-        int32_t li = s.findLim(uint32_t(cg), dev);
-        if (li < 0) return;
-        const IoLimits& l = s.lims[size_t(li)].orig.limits;
-        eff.wbps = std::min(*eff.wbps, l.wbps.value_or(kUnlimited));
-        eff.wiops = std::min(*eff.wiops, l.wiops.value_or(kUnlimited));
-      });
-      si.effCache.push_back({dev, eff});
-      return si.effCache.back().second;
-    };
-    auto relevant = [](const Scratch::SyncerInfo& si, const DevNum& dev) {
-      return si.allDevices || std::binary_search(si.devices.begin(), si.devices.end(), dev);
-    };
-    // Holders are always in `cgs`, so "outside the holder's subtree" is an index test.
-    auto foreignTo = [&](const Scratch::SyncerInfo& si, uint32_t holderCg) {
-      return std::find(si.ancestors.begin(), si.ancestors.end(), holderCg) == si.ancestors.end();
-    };
-
-    // 7. Dirtiers by the memory.stat heuristic: for syncers without waitsOn, and writeback in
-    // flight for those with it.
-    const bool anyNamed = s.heuristicSyncers.size() < s.syncers.size();
-    if (!s.syncers.empty() && !s.lims.empty()) {
-      const bool wantDirty = !s.heuristicSyncers.empty();
-      for (uint32_t c = 0; c < nCg; ++c) {
-        const CgroupState& st = s.cgState(c);
-        const bool dirty = wantDirty && dirtyBytes(st) >= settings.minDirtyBytes;
-        const bool inflight = anyNamed && st.fileWriteback >= settings.minDirtyBytes;
-        if (!dirty && !inflight) continue;
-        forEachAncestorOrSelf(s.path(c).relative(), [&](std::string_view p) {
-          int32_t h = s.findCg(p);
-          if (h < 0) return;
-          for (uint32_t li = s.limBegin[size_t(h)]; li < s.limBegin[size_t(h) + 1]; ++li) {
-            // Deepest cgroup wins (memory.stat is hierarchical: ancestors include it).
-            auto deepest = [&](int32_t& d) {
-              if (d < 0 || s.path(uint32_t(d)).relative().size() < s.path(c).relative().size())
-                d = int32_t(c);
-            };
-            if (dirty) deepest(s.lims[li].dirtier);
-            if (inflight) deepest(s.lims[li].inflight);
-          }
-        });
-      }
+    for (size_t k = aBegin; k < ai; ++k) {
+      const ActiveBoost& b = boost(activeByCg[k].second);
+      if (k > aBegin && activeByCg[k - 1].first == activeByCg[k].first) continue;  // dup
+      Lim lim;
+      lim.cg = c;
+      lim.dev = b.device;
+      lim.orig = fullIoMaxEntry(b.original);
+      lim.orig.dev = b.device;
+      lim.active = int32_t(activeByCg[k].second);
+      lims.push_back(std::move(lim));
     }
+    std::sort(lims.begin() + limBegin[c], lims.end(),
+              [](const Lim& a, const Lim& b) { return a.dev < b.dev; });
+  }
+  limBegin[nCg] = uint32_t(lims.size());
+}
 
-    // 8. Dirtiers named by the kernel (tracefs writeback_queue reason=sync).
-    s.waits.clear();
-    bool anyWaits = false;
-    for (const auto& si : s.syncers) anyWaits |= !si.heuristic;
-    if (anyWaits) {
-      // Inode index, kept across steps and rebuilt only when a lookup finds it stale.
-      auto rebuildInodes = [&] {
-        s.byInode.clear();
-        for (uint32_t c = 0; c < nCg; ++c) s.byInode.push_back({s.cgState(c).inode, c});
-        std::sort(s.byInode.begin(), s.byInode.end());
-        s.inodesFresh = true;
-      };
-      s.inodesFresh = false;
-      if (s.byInode.size() != nCg) rebuildInodes();
-      auto cgByInode = [&](uint64_t ino) -> int32_t {
-        for (int attempt = 0; attempt < 2; ++attempt) {
-          auto it = std::lower_bound(s.byInode.begin(), s.byInode.end(),
-                                     std::pair<uint64_t, uint32_t>{ino, 0});
-          if (it != s.byInode.end() && it->first == ino && it->second < nCg &&
-              s.cgState(it->second).inode == ino) {
-            return int32_t(it->second);
-          }
-          if (s.inodesFresh) return -1;
-          rebuildInodes();
-        }
-        return -1;
-      };
-      for (uint32_t i = 0; i < s.syncers.size(); ++i) {
-        for (const auto& [ino, bdi] : s.syncers[i].s->waitsOn) {
-          const int32_t found = cgByInode(ino);
-          if (found < 0) continue;  // not a cgroup we know
-          const uint32_t c = uint32_t(found);
-          const CgroupState& st = s.cgState(c);
-          const bool belowMin = dirtyBytes(st) < settings.minDirtyBytes;
-          auto devs = snap.devices.below(bdi);
-          devs.push_back(bdi);
-          forEachAncestorOrSelf(s.path(c).relative(), [&](std::string_view p) {
-            int32_t h = s.findCg(p);
-            if (h < 0) return;
-            for (uint32_t li = s.limBegin[size_t(h)]; li < s.limBegin[size_t(h) + 1]; ++li) {
-              if (std::find(devs.begin(), devs.end(), s.lims[li].dev) == devs.end()) continue;
-              s.waits.push_back({li, i, int32_t(c), belowMin});
-            }
-          });
-        }
-      }
-      // One entry per (limit, syncer): prefer one that is not below min_dirty_bytes.
-      std::sort(s.waits.begin(), s.waits.end(), [](const auto& a, const auto& b) {
-        return std::tie(a.lim, a.syncer, a.belowMin) < std::tie(b.lim, b.syncer, b.belowMin);
-      });
-      s.waits.erase(std::unique(s.waits.begin(), s.waits.end(),
-                                [](const auto& a, const auto& b) {
-                                  return a.lim == b.lim && a.syncer == b.syncer;
-                                }),
-                    s.waits.end());
-    }
+void Planner::Scratch::trimUsage(PlannerState::HolderUsage& u, uint32_t cg) {
+  const seconds window = holderKnobs(cg).budget.window;
+  auto keepFrom =
+      std::find_if(u.closed.begin(), u.closed.end(),
+                   [&](const PlannerState::Interval& iv) { return iv.end > now - window; });
+  u.closed.erase(u.closed.begin(), keepFrom);
+}
 
-    // 9. Every limit, pair by pair: active boosts first, then new ones.
-    size_t wi = 0;
-    for (uint32_t li = 0; li < s.lims.size(); ++li) {
-      Scratch::Lim& L = s.lims[li];
-      const size_t wBegin = wi;
-      while (wi < s.waits.size() && s.waits[wi].lim == li) ++wi;
-      const ActiveBoost* b = L.active >= 0 ? &active[size_t(L.active)] : nullptr;
-      if (b && b->shutdownLift) continue;  // never touched by the planner
-      if (!b && L.dirtier < 0 && L.inflight < 0 && wBegin == wi) continue;
-      const CgroupPath& holder = s.path(L.cg);
-      const Knobs& hk = holderKnobs(L.cg);
-
-      // Members of an active boost stay while they are in their sync call and eligible.
-      s.served.clear();
-      bool memberIneligible = false;
-      bool membersChanged = false;
-      const uint32_t stamp = li + 1;
-      if (b) {
-        // Recorded tids are sorted (we emit them sorted); merge-join with the syncers by tid.
-        const auto& rec = b->syncerTids;
-        const bool sorted = std::is_sorted(rec.begin(), rec.end());
-        size_t j = 0;
-        for (size_t k = 0; k < rec.size(); ++k) {
-          const int64_t tid = rec[k];
-          int32_t si = -1;
-          if (sorted) {
-            while (j < s.byTid.size() && s.byTid[j].first < tid) ++j;
-            if (j < s.byTid.size() && s.byTid[j].first == tid) si = int32_t(s.byTid[j].second);
-          } else {
-            si = syncerByTid(tid);
-          }
-          if (si < 0) {
-            membersChanged = true;  // left its sync call
-            continue;
-          }
-          auto& info = s.syncers[size_t(si)];
-          if (info.servedStamp == stamp) {
-            membersChanged = true;  // duplicate tid in the record
-          } else if (foreignTo(info, L.cg) && info.pol.isolation) {
-            info.servedStamp = stamp;
-            s.served.push_back(tid);
-          } else {
-            memberIneligible = true;
-            membersChanged = true;
-          }
-        }
-        if (!sorted) membersChanged = true;
-      }
-
-      s.wanters.clear();
-      auto evaluate = [&](uint32_t sIdx, int32_t dirtier, bool belowMin) {
-        Scratch::SyncerInfo& si = s.syncers[sIdx];
-        if (b && si.servedStamp == stamp) return;
-        const CgroupPath& dirtierPath = dirtier >= 0 ? s.path(uint32_t(dirtier)) : holder;
-        auto say = [&](RefuseReason why, auto&& detail) {
-          refuse(si.reported, si.id, fingerprint(holderHash(L), L.dev, why),
-                 [&] { return Refuse{holder, dirtierPath, L.dev, *si.s, why, detail()}; });
-        };
-        if (!foreignTo(si, L.cg)) {
-          say(RefuseReason::SelfSync, [&] {
-            return describeSyncer(*si.s) + " is inside " + holder.display() + ", whose limit on " +
-                   L.dev.str() + " it waits on: a self-sync gets no help";
-          });
-          return;
-        }
-        if (!si.pol.isolation) {
-          if (si.isolationOffSaid) return;
-          si.isolationOffSaid = true;
-          // One line per sync call, not one per throttled limit.
-          refuse(si.reported, si.id, fingerprint(0, DevNum{}, RefuseReason::IsolationOff), [&] {
-            return Refuse{holder,
-                          dirtierPath,
-                          L.dev,
-                          *si.s,
-                          RefuseReason::IsolationOff,
-                          "sync_isolation is off for " + si.s->cgroup.display() + ": " +
-                              holder.display() + " stays throttled on " + L.dev.str()};
-          });
-          return;
-        }
-        if (!hk.allow) {
-          say(RefuseReason::BoostDenied, [&] {
-            return "boost is deny on " + holder.display() + ": its limit on " + L.dev.str() +
-                   " is a hard cap";
-          });
-          return;
-        }
-        if (belowMin) {
-          say(RefuseReason::BelowMinDirty, [&] {
-            const CgroupState& st = s.cgState(uint32_t(dirtier));
-            return dirtierPath.display() + " holds " + fmtBytes(dirtyBytes(st)) +
-                   " dirty+writeback, below min_dirty_bytes " + fmtBytes(settings.minDirtyBytes);
-          });
-          return;
-        }
-        const IoLimits& orig = L.orig.limits;
-        IoLimits proposed;
-        switch (hk.ceiling.kind) {
-          case BoostCeiling::Kind::Max:
-            proposed = raise(orig, kUnlimited, kUnlimited);
-            break;
-          case BoostCeiling::Kind::Bytes:
-            proposed = raise(orig, hk.ceiling.bytesPerSecond, kUnlimited);
-            break;
-          case BoostCeiling::Kind::Inherit: {
-            const IoLimits& own = ownLimit(si, L.dev);
-            proposed = raise(orig, *own.wbps, *own.wiops);
-            break;
-          }
-        }
-        if (proposed == orig) {
-          say(RefuseReason::CeilingNotHigher, [&] {
-            std::string own;
-            if (hk.ceiling.kind == BoostCeiling::Kind::Inherit) {
-              const IoLimits& l = ownLimit(si, L.dev);
-              own = " (the syncer's own limit: wbps " + fmtLimit(l.wbps) + ", wiops " +
-                    fmtLimit(l.wiops) + ")";
-            }
-            return "boost_ceiling " + describeCeiling(hk.ceiling) + own + " is not above " +
-                   holder.display() + "'s wbps " + fmtLimit(orig.wbps) + ", wiops " +
-                   fmtLimit(orig.wiops) + " on " + L.dev.str();
-          });
-          return;
-        }
-        if (std::binary_search(s.spentIdx.begin(), s.spentIdx.end(),
-                               std::pair<uint32_t, SyncerId>{li, si.id})) {
-          return;  // cooldown: this sync call already had its boost of this limit
-        }
-        s.wanters.push_back({sIdx, proposed, dirtier});
-      };
-      if (L.dirtier >= 0) {
-        for (uint32_t sIdx : s.heuristicSyncers) {
-          if (relevant(s.syncers[sIdx], L.dev)) evaluate(sIdx, L.dirtier, false);
-        }
-      }
-      for (size_t k = wBegin; k < wi; ++k) {
-        evaluate(s.waits[k].syncer, s.waits[k].dirtier, s.waits[k].belowMin);
-      }
-      if (L.inflight >= 0) {
-        // Syncers with waitsOn that did not name this limit still wait for its writeback in
-        // flight when they sync everything on its device.
-        for (uint32_t sIdx = 0; sIdx < s.syncers.size(); ++sIdx) {
-          const Scratch::SyncerInfo& si = s.syncers[sIdx];
-          if (si.heuristic || !relevant(si, L.dev)) continue;
-          bool named = false;
-          for (size_t k = wBegin; k < wi && !named; ++k) named = s.waits[k].syncer == sIdx;
-          if (!named) evaluate(sIdx, L.inflight, false);
-        }
-      }
-
-      if (b) {
-        auto restore = [&](EndReason why) {
-          s.out.push_back(RestoreBoost{b->cgroup, b->device, b->boosted, b->original, why});
-        };
-        if (!s.wanters.empty()) {
-          membersChanged = true;
-          for (const auto& w : s.wanters) s.served.push_back(s.syncers[w.syncer].s->tid);
-          std::sort(s.served.begin(), s.served.end());
-          s.served.erase(std::unique(s.served.begin(), s.served.end()), s.served.end());
-        }
-        auto endEpisode = [&](EndReason why) {
-          restore(why);
-          auto& ids = state_.spent[PlannerState::PairKey{holder, L.dev}];
-          for (int64_t tid : s.served) ids.push_back(s.syncers[size_t(syncerByTid(tid))].id);
-        };
-        if (!hk.allow) {
-          restore(EndReason::PolicyChanged);
-        } else if (s.served.empty()) {
-          restore(memberIneligible ? EndReason::PolicyChanged : EndReason::SyncersLeft);
-        } else if (hk.maxBoost.count() > 0 && now - b->started >= hk.maxBoost) {
-          endEpisode(EndReason::MaxBoostTime);
-        } else if (budgetExhausted(L.cg, true)) {
-          endEpisode(EndReason::BudgetExhausted);
-        } else {
-          if (hk.maxBoost.count() > 0) wakeAt(b->started + hk.maxBoost);
-          if (membersChanged) {
-            std::sort(s.served.begin(), s.served.end());
-            s.served.erase(std::unique(s.served.begin(), s.served.end()), s.served.end());
-            if (s.served != b->syncerTids) {
-              s.out.push_back(UpdateBoost{b->cgroup, b->device, s.served});
-            }
-          }
-        }
-        continue;
-      }
-      if (s.wanters.empty()) continue;
-
-      if (budgetExhausted(L.cg, false)) {
-        const nanoseconds used = state_.usedWithin(holder, now, hk.budget.window);
-        for (const auto& w : s.wanters) {
-          Scratch::SyncerInfo& si = s.syncers[w.syncer];
-          refuse(si.reported, si.id,
-                 fingerprint(holderHash(L), L.dev, RefuseReason::BudgetExhausted), [&] {
-                   return Refuse{holder,
-                                 w.dirtier >= 0 ? s.path(uint32_t(w.dirtier)) : holder,
-                                 L.dev,
-                                 *si.s,
-                                 RefuseReason::BudgetExhausted,
-                                 holder.display() + " was boosted " + fmtSeconds(used) +
-                                     " of the last " + fmtSeconds(hk.budget.window) +
-                                     " (boost_budget " + std::to_string(hk.budget.percent) + "%)"};
-                 });
-        }
-        continue;
-      }
-
-      // One boost per (holder, device): the highest ceiling among the syncers that want it;
-      // the earliest of them is the trigger.
-      IoLimits boosted = s.wanters.front().proposed;
-      for (const auto& w : s.wanters) boosted = maxOf(boosted, w.proposed);
-      boosted.rbps = L.orig.limits.rbps;
-      boosted.riops = L.orig.limits.riops;
-      const auto& first = s.wanters.front();
-      const Syncer& trigger = *s.syncers[first.syncer].s;
-      const CgroupPath& dirtierPath = first.dirtier >= 0 ? s.path(uint32_t(first.dirtier)) : holder;
-      auto reason = [&] {
-        const CgroupState& ds =
-            first.dirtier >= 0 ? s.cgState(uint32_t(first.dirtier)) : s.cgState(L.cg);
-        std::string r = describeSyncer(trigger) + " waits on " + dirtierPath.display() + " (" +
-                        fmtBytes(dirtyBytes(ds)) + " dirty+writeback)";
-        if (dirtierPath != holder) r += ", limited at " + holder.display();
-        r += " on " + L.dev.str() + ": " + limitChange(L.orig.limits, boosted);
-        if (s.wanters.size() > 1) r += " (" + std::to_string(s.wanters.size()) + " syncers)";
-        return r;
-      };
-      if (settings.dryRun) {
-        std::string detail = "dry run: would boost: " + reason();
-        for (const auto& w : s.wanters) {
-          Scratch::SyncerInfo& si = s.syncers[w.syncer];
-          refuse(si.reported, si.id, fingerprint(holderHash(L), L.dev, RefuseReason::DryRun), [&] {
-            return Refuse{holder, dirtierPath, L.dev, *si.s, RefuseReason::DryRun, detail};
-          });
-        }
-        continue;
-      }
-      if (hk.maxBoost.count() > 0) wakeAt(now + hk.maxBoost);
-      budgetExhausted(L.cg, true);  // arms the wakeup for when the budget runs out
-      StartBoost d;
-      d.cgroup = holder;
-      d.dirtier = dirtierPath;
-      d.device = L.dev;
-      d.original = L.orig;
-      d.boosted = IoMaxEntry{L.dev, boosted};
-      d.trigger = trigger;
-      d.reason = reason();
-      for (const auto& w : s.wanters) d.syncerTids.push_back(s.syncers[w.syncer].s->tid);
-      std::sort(d.syncerTids.begin(), d.syncerTids.end());
-      d.syncerTids.erase(std::unique(d.syncerTids.begin(), d.syncerTids.end()), d.syncerTids.end());
-      s.out.push_back(std::move(d));
+// Budget accounting from what is actually in force. Both lists are in path order: merge them
+// instead of looking paths up.
+void Planner::Scratch::accountBudgets() {
+  activeHolders.clear();
+  for (const auto& [key, idx] : activeByCg) {
+    const ActiveBoost& b = boost(idx);
+    if (b.shutdownLift) continue;
+    if (!activeHolders.empty() && activeHolders.back().first == key.first) {
+      activeHolders.back().second = std::min(activeHolders.back().second, b.started);
+    } else {
+      activeHolders.push_back({key.first, b.started});
     }
   }
-
-  // 10. Boosts whose cgroup vanished: restore anyway (the executor sees ENOENT and drops it).
-  for (size_t i = 0; i < active.size(); ++i) {
-    if (s.activeCg[i] >= 0 || active[i].shutdownLift) continue;
-    s.out.push_back(RestoreBoost{active[i].cgroup, active[i].device, active[i].boosted,
-                                 active[i].original, EndReason::CgroupGone});
+  auto& usage = state->usage;
+  auto it = usage.begin();
+  size_t k = 0;
+  while (it != usage.end() || k < activeHolders.size()) {
+    int cmp = 0;
+    if (it == usage.end()) {
+      cmp = 1;
+    } else if (k == activeHolders.size()) {
+      cmp = -1;
+    } else {
+      cmp = it->first.relative().compare(path(activeHolders[k].first).relative());
+    }
+    if (cmp > 0) {  // boosted, no history yet
+      const auto& [cg, started] = activeHolders[k++];
+      auto& u = usage.emplace_hint(it, path(cg), PlannerState::HolderUsage{})->second;
+      u.openSince = std::min(started, now);
+      u.lastSeenActive = now;
+      continue;
+    }
+    auto& u = it->second;
+    if (cmp == 0) {  // boosted now
+      const auto& [cg, started] = activeHolders[k++];
+      TimePoint begin = std::min(started, now);
+      if (!u.closed.empty()) begin = std::max(begin, u.closed.back().end);
+      u.openSince = u.openSince ? std::min(*u.openSince, begin) : begin;
+      u.lastSeenActive = now;
+      trimUsage(u, cg);
+      ++it;
+      continue;
+    }
+    // not boosted now: close the open interval at the last step that saw it in force
+    if (u.openSince) {
+      if (u.lastSeenActive > *u.openSince) u.closed.push_back({*u.openSince, u.lastSeenActive});
+      u.openSince.reset();
+    }
+    int32_t cg = findCg(it->first.relative());
+    if (cg >= 0) trimUsage(u, uint32_t(cg));
+    if (cg < 0 || u.closed.empty()) {  // gone cgroups take their history with them
+      it = usage.erase(it);
+    } else {
+      ++it;
+    }
   }
+}
 
-  // Restores, updates, starts, refusals; each group in the order produced (4 linear passes
-  // instead of a stable sort: decisions are large to move).
+// Whether `cg`'s boost_budget is used up; arms the wakeup for when that changes.
+bool Planner::Scratch::budgetExhausted(uint32_t cg, bool boostedNow) {
+  const Knobs& k = holderKnobs(cg);
+  if (k.budget.percent >= 100 || k.budget.window.count() <= 0) return false;
+  const nanoseconds allowed = nanoseconds(k.budget.window) * k.budget.percent / 100;
+  const nanoseconds used = state->usedWithin(path(cg), now, k.budget.window);
+  if (used < allowed) {
+    if (boostedNow) wakeAt(now + (allowed - used));
+    return false;
+  }
+  if (!boostedNow) wakeAt(state->budgetFreesAt(path(cg), now, k.budget.window, allowed));
+  return true;
+}
+
+// Syncers present now, stable order (earliest first); what the state keeps about the others
+// (reported refusals, cooldowns) goes. Then the cooldowns by limit index.
+void Planner::Scratch::forgetDepartedSyncers(bool liftAll) {
+  present.clear();
+  for (const Syncer& sy : snap->syncers) present.push_back(SyncerId{sy.tid, sy.since});
+  if (liftAll) present.push_back(SyncerId{0, TimePoint{}});
+  std::sort(present.begin(), present.end());
+  auto gone = [&](const SyncerId& id) {
+    return !std::binary_search(present.begin(), present.end(), id);
+  };
+  for (auto it = state->reported.begin(); it != state->reported.end();) {
+    it = gone(it->first) ? state->reported.erase(it) : std::next(it);
+  }
+  for (auto it = state->spent.begin(); it != state->spent.end();) {
+    auto& v = it->second;
+    v.erase(std::remove_if(v.begin(), v.end(), gone), v.end());
+    it = v.empty() ? state->spent.erase(it) : std::next(it);
+  }
+  spentIdx.clear();
+  for (const auto& [key, ids] : state->spent) {
+    int32_t cg = findCg(key.cgroup.relative());
+    if (cg < 0) continue;
+    int32_t li = findLim(uint32_t(cg), key.device);
+    if (li < 0) continue;
+    for (const SyncerId& id : ids) spentIdx.push_back({uint32_t(li), id});
+  }
+  std::sort(spentIdx.begin(), spentIdx.end());
+}
+
+// Shutdown: lift every boostable limit, nothing else.
+void Planner::Scratch::liftForShutdown() {
+  Syncer shutdownSyncer;
+  shutdownSyncer.comm = "(shutdown)";
+  shutdownSyncer.since = now;
+  std::unordered_set<uint64_t>* reported = nullptr;
+  for (Lim& L : lims) liftOne(L, shutdownSyncer, reported);
+}
+
+void Planner::Scratch::liftOne(Lim& L, const Syncer& shutdownSyncer,
+                               std::unordered_set<uint64_t>*& reported) {
+  const SyncerId sid{0, TimePoint{}};
+  const ActiveBoost* b = L.active >= 0 ? &boost(size_t(L.active)) : nullptr;
+  if (b && b->shutdownLift) return;
+  const Knobs& k = holderKnobs(L.cg);
+  const CgroupPath& holder = path(L.cg);
+  if (b) {
+    // An ordinary boost ends here; the lift (if any) starts on the next step from what
+    // io.max then really holds (the restore is compare-and-restore and may keep a value
+    // someone else wrote, so the original cannot be predicted).
+    out.push_back(RestoreBoost{b->cgroup, b->device, b->boosted, b->original,
+                               k.allow ? EndReason::Shutdown : EndReason::PolicyChanged});
+    wakeAt(now);
+    return;
+  }
+  if (!k.allow) {
+    refuse(reported, sid, fingerprint(holderHash(L), L.dev, RefuseReason::BoostDenied), [&] {
+      return Refuse{holder,
+                    holder,
+                    L.dev,
+                    shutdownSyncer,
+                    RefuseReason::BoostDenied,
+                    "shutdown: boost is deny on " + holder.display() + ": not lifted"};
+    });
+    return;
+  }
+  const bool bytes = k.ceiling.kind == BoostCeiling::Kind::Bytes;
+  const IoLimits lifted =
+      raise(L.orig.limits, bytes ? k.ceiling.bytesPerSecond : kUnlimited, kUnlimited);
+  if (lifted == L.orig.limits) return;
+  if (settings->dryRun) {
+    refuse(reported, sid, fingerprint(holderHash(L), L.dev, RefuseReason::DryRun), [&] {
+      return Refuse{holder,
+                    holder,
+                    L.dev,
+                    shutdownSyncer,
+                    RefuseReason::DryRun,
+                    "dry run: shutdown would lift " + holder.display() + " on " + L.dev.str() +
+                        ": " + limitChange(L.orig.limits, lifted)};
+    });
+    return;
+  }
+  StartBoost d;
+  d.cgroup = holder;
+  d.dirtier = holder;
+  d.device = L.dev;
+  d.original = L.orig;
+  d.boosted = IoMaxEntry{L.dev, lifted};
+  d.trigger = shutdownSyncer;
+  d.shutdownLift = true;
+  d.reason = "shutdown: lift " + holder.display() + " on " + L.dev.str() + ": " +
+             limitChange(L.orig.limits, lifted) + " for the final sync";
+  out.push_back(std::move(d));
+}
+
+// Syncers earliest first (the earliest wanting a boost is its trigger), with their policy,
+// devices and ancestors.
+void Planner::Scratch::prepareSyncers() {
+  syncers.clear();
+  heuristicSyncers.clear();
+  byTid.clear();
+  std::vector<const Syncer*> order;
+  order.reserve(snap->syncers.size());
+  for (const Syncer& sy : snap->syncers) order.push_back(&sy);
+  std::sort(order.begin(), order.end(), [](const Syncer* a, const Syncer* b) {
+    return std::tie(a->since, a->tid) < std::tie(b->since, b->tid);
+  });
+  syncers.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) prepareSyncer(syncers[i], *order[i], uint32_t(i));
+  std::sort(byTid.begin(), byTid.end());
+}
+
+void Planner::Scratch::prepareSyncer(SyncerInfo& si, const Syncer& sy, uint32_t index) {
+  si.devices.clear();  // keep capacities: steps stay allocation-poor
+  si.effCache.clear();
+  si.ancestors.clear();
+  si.reported = nullptr;
+  si.isolationOffSaid = false;
+  si.allDevices = true;
+  si.servedStamp = 0;
+  si.s = &sy;
+  forEachAncestorOrSelf(sy.cgroup.relative(), [&](std::string_view p) {
+    int32_t c = findCg(p);
+    if (c >= 0) si.ancestors.push_back(uint32_t(c));
+  });
+  si.id = SyncerId{sy.tid, sy.since};
+  si.pol = knobsOf((*policy)(sy.cgroup));
+  si.heuristic = sy.waitsOn.empty();
+  if (sy.syscall != SyncSyscall::Sync && sy.targetDevice) {
+    si.allDevices = false;
+    si.devices.push_back(*sy.targetDevice);
+    for (const DevNum& d : snap->devices.below(*sy.targetDevice)) si.devices.push_back(d);
+    std::sort(si.devices.begin(), si.devices.end());
+  }
+  auto rep = state->reported.find(si.id);
+  if (rep != state->reported.end()) si.reported = &rep->second;
+  if (si.heuristic) heuristicSyncers.push_back(index);
+  byTid.push_back({sy.tid, index});
+}
+
+// The syncer's own effective write limit on `dev` (for boost_ceiling: inherit).
+const IoLimits& Planner::Scratch::ownLimit(SyncerInfo& si, const DevNum& dev) {
+  for (const auto& [d, l] : si.effCache) {
+    if (d == dev) return l;
+  }
+  IoLimits eff{kUnlimited, kUnlimited, kUnlimited, kUnlimited};
+  forEachAncestorOrSelf(si.s->cgroup.relative(), [&](std::string_view p) {
+    int32_t cg = findCg(p);
+    if (cg < 0) return;
+    int32_t li = findLim(uint32_t(cg), dev);
+    if (li < 0) return;
+    const IoLimits& l = lims[size_t(li)].orig.limits;
+    eff.wbps = std::min(*eff.wbps, l.wbps.value_or(kUnlimited));
+    eff.wiops = std::min(*eff.wiops, l.wiops.value_or(kUnlimited));
+  });
+  si.effCache.push_back({dev, eff});
+  return si.effCache.back().second;
+}
+
+// Dirtiers by the memory.stat heuristic: for syncers without waitsOn, and writeback in flight
+// for those with it.
+void Planner::Scratch::assignDirtiers() {
+  if (syncers.empty() || lims.empty()) return;
+  const bool anyNamed = heuristicSyncers.size() < syncers.size();
+  const bool wantDirty = !heuristicSyncers.empty();
+  const uint64_t minDirty = settings->minDirtyBytes;
+  for (uint32_t c = 0; c < cgCount(); ++c) {
+    const CgroupState& st = cgState(c);
+    const bool dirty = wantDirty && dirtyBytes(st) >= minDirty;
+    const bool inflight = anyNamed && st.fileWriteback >= minDirty;
+    if (!dirty && !inflight) continue;
+    forEachAncestorOrSelf(path(c).relative(), [&](std::string_view p) {
+      int32_t h = findCg(p);
+      if (h < 0) return;
+      for (uint32_t li = limBegin[size_t(h)]; li < limBegin[size_t(h) + 1]; ++li) {
+        // Deepest cgroup wins (memory.stat is hierarchical: ancestors include it).
+        auto deepest = [&](int32_t& d) {
+          if (d < 0 || path(uint32_t(d)).relative().size() < path(c).relative().size())
+            d = int32_t(c);
+        };
+        if (dirty) deepest(lims[li].dirtier);
+        if (inflight) deepest(lims[li].inflight);
+      }
+    });
+  }
+}
+
+// Inode index, kept across steps and rebuilt only when a lookup finds it stale.
+void Planner::Scratch::rebuildInodes() {
+  byInode.clear();
+  for (uint32_t c = 0; c < cgCount(); ++c) byInode.push_back({cgState(c).inode, c});
+  std::sort(byInode.begin(), byInode.end());
+  inodesFresh = true;
+}
+
+int32_t Planner::Scratch::cgByInode(uint64_t ino) {
+  const uint32_t nCg = cgCount();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto it =
+        std::lower_bound(byInode.begin(), byInode.end(), std::pair<uint64_t, uint32_t>{ino, 0});
+    if (it != byInode.end() && it->first == ino && it->second < nCg &&
+        cgState(it->second).inode == ino) {
+      return int32_t(it->second);
+    }
+    if (inodesFresh) return -1;
+    rebuildInodes();
+  }
+  return -1;
+}
+
+// Dirtiers named by the kernel (tracefs writeback_queue reason=sync).
+void Planner::Scratch::collectWaits() {
+  waits.clear();
+  bool anyWaits = false;
+  for (const auto& si : syncers) anyWaits |= !si.heuristic;
+  if (!anyWaits) return;
+  inodesFresh = false;
+  if (byInode.size() != cgCount()) rebuildInodes();
+  for (uint32_t i = 0; i < syncers.size(); ++i) {
+    for (const auto& [ino, bdi] : syncers[i].s->waitsOn) {
+      const int32_t found = cgByInode(ino);
+      if (found < 0) continue;  // not a cgroup we know
+      const uint32_t c = uint32_t(found);
+      const bool belowMin = dirtyBytes(cgState(c)) < settings->minDirtyBytes;
+      auto devs = snap->devices.below(bdi);
+      devs.push_back(bdi);
+      forEachAncestorOrSelf(path(c).relative(), [&](std::string_view p) {
+        int32_t h = findCg(p);
+        if (h < 0) return;
+        for (uint32_t li = limBegin[size_t(h)]; li < limBegin[size_t(h) + 1]; ++li) {
+          if (std::find(devs.begin(), devs.end(), lims[li].dev) == devs.end()) continue;
+          waits.push_back({li, i, int32_t(c), belowMin});
+        }
+      });
+    }
+  }
+  // One entry per (limit, syncer): prefer one that is not below min_dirty_bytes.
+  std::sort(waits.begin(), waits.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.lim, a.syncer, a.belowMin) < std::tie(b.lim, b.syncer, b.belowMin);
+  });
+  waits.erase(std::unique(waits.begin(), waits.end(),
+                          [](const auto& a, const auto& b) {
+                            return a.lim == b.lim && a.syncer == b.syncer;
+                          }),
+              waits.end());
+}
+
+// Every limit, pair by pair: active boosts first, then new ones.
+void Planner::Scratch::decidePairs() {
+  size_t wi = 0;
+  for (uint32_t li = 0; li < lims.size(); ++li) {
+    const size_t wBegin = wi;
+    while (wi < waits.size() && waits[wi].lim == li) ++wi;
+    decidePair(li, wBegin, wi);
+  }
+}
+
+// waits[wBegin, wEnd): the syncers the kernel named as waiting on limit `li`.
+void Planner::Scratch::decidePair(uint32_t li, size_t wBegin, size_t wEnd) {
+  Lim& L = lims[li];
+  const ActiveBoost* b = L.active >= 0 ? &boost(size_t(L.active)) : nullptr;
+  if (b && b->shutdownLift) return;  // never touched by the planner
+  if (!b && L.dirtier < 0 && L.inflight < 0 && wBegin == wEnd) return;
+  const Pair p{li, L, b, path(L.cg), holderKnobs(L.cg), li + 1};
+  const Members m = b ? keepMembers(p) : Members{};
+  wanters.clear();
+  gatherWanters(p, wBegin, wEnd);
+  if (b) {
+    continueBoost(p, m);
+  } else if (wanters.empty()) {
+    return;
+  } else if (budgetExhausted(L.cg, false)) {
+    refuseOverBudget(p);
+  } else {
+    startBoost(p);
+  }
+}
+
+// Members of an active boost stay while they are in their sync call and eligible: they go to
+// `served`, marked with the pair's stamp.
+Planner::Scratch::Members Planner::Scratch::keepMembers(const Pair& p) {
+  served.clear();
+  Members m;
+  // Recorded tids are sorted (we emit them sorted); merge-join with the syncers by tid.
+  const auto& rec = p.boost->syncerTids;
+  const bool sorted = std::is_sorted(rec.begin(), rec.end());
+  size_t j = 0;
+  for (size_t k = 0; k < rec.size(); ++k) {
+    const int64_t tid = rec[k];
+    int32_t si = -1;
+    if (sorted) {
+      while (j < byTid.size() && byTid[j].first < tid) ++j;
+      if (j < byTid.size() && byTid[j].first == tid) si = int32_t(byTid[j].second);
+    } else {
+      si = syncerByTid(tid);
+    }
+    if (si < 0) {
+      m.changed = true;  // left its sync call
+      continue;
+    }
+    auto& info = syncers[size_t(si)];
+    if (info.servedStamp == p.stamp) {
+      m.changed = true;  // duplicate tid in the record
+    } else if (foreignTo(info, p.lim.cg) && info.pol.isolation) {
+      info.servedStamp = p.stamp;
+      served.push_back(tid);
+    } else {
+      m.ineligible = true;
+      m.changed = true;
+    }
+  }
+  if (!sorted) m.changed = true;
+  return m;
+}
+
+// The syncers that want the pair boosted (and are not already served by its boost) go to
+// `wanters`; the others get their refusal.
+void Planner::Scratch::gatherWanters(const Pair& p, size_t wBegin, size_t wEnd) {
+  const Lim& L = p.lim;
+  if (L.dirtier >= 0) {
+    for (uint32_t sIdx : heuristicSyncers) {
+      if (relevant(syncers[sIdx], L.dev)) evaluate(p, sIdx, L.dirtier, false);
+    }
+  }
+  for (size_t k = wBegin; k < wEnd; ++k) {
+    evaluate(p, waits[k].syncer, waits[k].dirtier, waits[k].belowMin);
+  }
+  if (L.inflight >= 0) {
+    // Syncers with waitsOn that did not name this limit still wait for its writeback in
+    // flight when they sync everything on its device.
+    for (uint32_t sIdx = 0; sIdx < syncers.size(); ++sIdx) {
+      const SyncerInfo& si = syncers[sIdx];
+      if (si.heuristic || !relevant(si, L.dev)) continue;
+      bool named = false;
+      for (size_t k = wBegin; k < wEnd && !named; ++k) named = waits[k].syncer == sIdx;
+      if (!named) evaluate(p, sIdx, L.inflight, false);
+    }
+  }
+}
+
+void Planner::Scratch::evaluate(const Pair& p, uint32_t sIdx, int32_t dirtier, bool belowMin) {
+  SyncerInfo& si = syncers[sIdx];
+  if (p.boost && si.servedStamp == p.stamp) return;
+  const Lim& L = p.lim;
+  const CgroupPath& holder = p.holder;
+  const CgroupPath& dirtierPath = pathOr(dirtier, holder);
+  auto say = [&](RefuseReason why, auto&& detail) {
+    refuse(si.reported, si.id, fingerprint(holderHash(p.lim), L.dev, why),
+           [&] { return Refuse{holder, dirtierPath, L.dev, *si.s, why, detail()}; });
+  };
+  if (!foreignTo(si, L.cg)) {
+    say(RefuseReason::SelfSync, [&] {
+      return describeSyncer(*si.s) + " is inside " + holder.display() + ", whose limit on " +
+             L.dev.str() + " it waits on: a self-sync gets no help";
+    });
+    return;
+  }
+  if (!si.pol.isolation) {
+    if (si.isolationOffSaid) return;
+    si.isolationOffSaid = true;
+    // One line per sync call, not one per throttled limit.
+    refuse(si.reported, si.id, fingerprint(0, DevNum{}, RefuseReason::IsolationOff), [&] {
+      return Refuse{holder,
+                    dirtierPath,
+                    L.dev,
+                    *si.s,
+                    RefuseReason::IsolationOff,
+                    "sync_isolation is off for " + si.s->cgroup.display() + ": " +
+                        holder.display() + " stays throttled on " + L.dev.str()};
+    });
+    return;
+  }
+  if (!p.knobs.allow) {
+    say(RefuseReason::BoostDenied, [&] {
+      return "boost is deny on " + holder.display() + ": its limit on " + L.dev.str() +
+             " is a hard cap";
+    });
+    return;
+  }
+  if (belowMin) {
+    say(RefuseReason::BelowMinDirty, [&] {
+      return dirtierPath.display() + " holds " + fmtBytes(dirtyBytes(cgState(uint32_t(dirtier)))) +
+             " dirty+writeback, below min_dirty_bytes " + fmtBytes(settings->minDirtyBytes);
+    });
+    return;
+  }
+  const IoLimits proposed = proposedLimits(p, si);
+  if (proposed == L.orig.limits) {
+    say(RefuseReason::CeilingNotHigher, [&] { return ceilingNotHigherDetail(p, si); });
+    return;
+  }
+  if (std::binary_search(spentIdx.begin(), spentIdx.end(),
+                         std::pair<uint32_t, SyncerId>{p.li, si.id})) {
+    return;  // cooldown: this sync call already had its boost of this limit
+  }
+  wanters.push_back({sIdx, proposed, dirtier});
+}
+
+// The pair's limit raised to the holder's boost_ceiling, as this syncer would have it.
+IoLimits Planner::Scratch::proposedLimits(const Pair& p, SyncerInfo& si) {
+  const IoLimits& orig = p.lim.orig.limits;
+  switch (p.knobs.ceiling.kind) {
+    case BoostCeiling::Kind::Max:
+      return raise(orig, kUnlimited, kUnlimited);
+    case BoostCeiling::Kind::Bytes:
+      return raise(orig, p.knobs.ceiling.bytesPerSecond, kUnlimited);
+    case BoostCeiling::Kind::Inherit: {
+      const IoLimits& own = ownLimit(si, p.lim.dev);
+      return raise(orig, *own.wbps, *own.wiops);
+    }
+  }
+  return IoLimits{};
+}
+
+std::string Planner::Scratch::ceilingNotHigherDetail(const Pair& p, SyncerInfo& si) {
+  const IoLimits& orig = p.lim.orig.limits;
+  std::string own;
+  if (p.knobs.ceiling.kind == BoostCeiling::Kind::Inherit) {
+    const IoLimits& l = ownLimit(si, p.lim.dev);
+    own =
+        " (the syncer's own limit: wbps " + fmtLimit(l.wbps) + ", wiops " + fmtLimit(l.wiops) + ")";
+  }
+  return "boost_ceiling " + describeCeiling(p.knobs.ceiling) + own + " is not above " +
+         p.holder.display() + "'s wbps " + fmtLimit(orig.wbps) + ", wiops " + fmtLimit(orig.wiops) +
+         " on " + p.lim.dev.str();
+}
+
+// An active boost: ends (policy, no syncers left, max_boost_seconds, budget), or stays with
+// its members and the new wanters.
+void Planner::Scratch::continueBoost(const Pair& p, Members m) {
+  const ActiveBoost& b = *p.boost;
+  const Knobs& hk = p.knobs;
+  auto restore = [&](EndReason why) {
+    out.push_back(RestoreBoost{b.cgroup, b.device, b.boosted, b.original, why});
+  };
+  auto sortServed = [&] {
+    std::sort(served.begin(), served.end());
+    served.erase(std::unique(served.begin(), served.end()), served.end());
+  };
+  if (!wanters.empty()) {
+    m.changed = true;
+    for (const auto& w : wanters) served.push_back(syncers[w.syncer].s->tid);
+    sortServed();
+  }
+  auto endEpisode = [&](EndReason why) {
+    restore(why);
+    auto& ids = state->spent[PlannerState::PairKey{p.holder, p.lim.dev}];
+    for (int64_t tid : served) ids.push_back(syncers[size_t(syncerByTid(tid))].id);
+  };
+  if (!hk.allow) {
+    restore(EndReason::PolicyChanged);
+  } else if (served.empty()) {
+    restore(m.ineligible ? EndReason::PolicyChanged : EndReason::SyncersLeft);
+  } else if (hk.maxBoost.count() > 0 && now - b.started >= hk.maxBoost) {
+    endEpisode(EndReason::MaxBoostTime);
+  } else if (budgetExhausted(p.lim.cg, true)) {
+    endEpisode(EndReason::BudgetExhausted);
+  } else {
+    if (hk.maxBoost.count() > 0) wakeAt(b.started + hk.maxBoost);
+    if (m.changed) {
+      sortServed();
+      if (served != b.syncerTids) out.push_back(UpdateBoost{b.cgroup, b.device, served});
+    }
+  }
+}
+
+void Planner::Scratch::refuseOverBudget(const Pair& p) {
+  const Knobs& hk = p.knobs;
+  const nanoseconds used = state->usedWithin(p.holder, now, hk.budget.window);
+  for (const auto& w : wanters) {
+    SyncerInfo& si = syncers[w.syncer];
+    refuse(si.reported, si.id,
+           fingerprint(holderHash(p.lim), p.lim.dev, RefuseReason::BudgetExhausted), [&] {
+             return Refuse{p.holder,
+                           pathOr(w.dirtier, p.holder),
+                           p.lim.dev,
+                           *si.s,
+                           RefuseReason::BudgetExhausted,
+                           p.holder.display() + " was boosted " + fmtSeconds(used) +
+                               " of the last " + fmtSeconds(hk.budget.window) + " (boost_budget " +
+                               std::to_string(hk.budget.percent) + "%)"};
+           });
+  }
+}
+
+// One boost per (holder, device): the highest ceiling among the syncers that want it; the
+// earliest of them is the trigger. In a dry run, a refusal for each of them instead.
+void Planner::Scratch::startBoost(const Pair& p) {
+  const Lim& L = p.lim;
+  const CgroupPath& holder = p.holder;
+  IoLimits boosted = wanters.front().proposed;
+  for (const auto& w : wanters) boosted = maxOf(boosted, w.proposed);
+  boosted.rbps = L.orig.limits.rbps;
+  boosted.riops = L.orig.limits.riops;
+  const auto& first = wanters.front();
+  const Syncer& trigger = *syncers[first.syncer].s;
+  const CgroupPath& dirtierPath = pathOr(first.dirtier, holder);
+  auto reason = [&] {
+    const CgroupState& ds = first.dirtier >= 0 ? cgState(uint32_t(first.dirtier)) : cgState(L.cg);
+    std::string r = describeSyncer(trigger) + " waits on " + dirtierPath.display() + " (" +
+                    fmtBytes(dirtyBytes(ds)) + " dirty+writeback)";
+    if (dirtierPath != holder) r += ", limited at " + holder.display();
+    r += " on " + L.dev.str() + ": " + limitChange(L.orig.limits, boosted);
+    if (wanters.size() > 1) r += " (" + std::to_string(wanters.size()) + " syncers)";
+    return r;
+  };
+  if (settings->dryRun) {
+    std::string detail = "dry run: would boost: " + reason();
+    for (const auto& w : wanters) {
+      SyncerInfo& si = syncers[w.syncer];
+      refuse(si.reported, si.id, fingerprint(holderHash(p.lim), L.dev, RefuseReason::DryRun), [&] {
+        return Refuse{holder, dirtierPath, L.dev, *si.s, RefuseReason::DryRun, detail};
+      });
+    }
+    return;
+  }
+  if (p.knobs.maxBoost.count() > 0) wakeAt(now + p.knobs.maxBoost);
+  budgetExhausted(L.cg, true);  // arms the wakeup for when the budget runs out
+  StartBoost d;
+  d.cgroup = holder;
+  d.dirtier = dirtierPath;
+  d.device = L.dev;
+  d.original = L.orig;
+  d.boosted = IoMaxEntry{L.dev, boosted};
+  d.trigger = trigger;
+  d.reason = reason();
+  for (const auto& w : wanters) d.syncerTids.push_back(syncers[w.syncer].s->tid);
+  std::sort(d.syncerTids.begin(), d.syncerTids.end());
+  d.syncerTids.erase(std::unique(d.syncerTids.begin(), d.syncerTids.end()), d.syncerTids.end());
+  out.push_back(std::move(d));
+}
+
+// Boosts whose cgroup vanished: restore anyway (the executor sees ENOENT and drops it).
+void Planner::Scratch::restoreVanished() {
+  for (size_t i = 0; i < active->size(); ++i) {
+    const ActiveBoost& b = boost(i);
+    if (activeCg[i] >= 0 || b.shutdownLift) continue;
+    out.push_back(RestoreBoost{b.cgroup, b.device, b.boosted, b.original, EndReason::CgroupGone});
+  }
+}
+
+// Restores, updates, starts, refusals; each group in the order produced (4 linear passes
+// instead of a stable sort: decisions are large to move). Drops the step's inputs.
+PlanResult Planner::Scratch::emitOrdered() {
   PlanResult result;
-  result.decisions.reserve(s.out.size());
+  result.decisions.reserve(out.size());
   for (int rank = 0; rank < 4; ++rank) {
-    for (Decision& d : s.out) {
+    for (Decision& d : out) {
       if (decisionRank(d) == rank) result.decisions.push_back(std::move(d));
     }
   }
-  s.out.clear();
+  out.clear();
   result.nextWakeup = wakeup;
+  snap = nullptr;
+  active = nullptr;
+  policy = nullptr;
+  settings = nullptr;
+  state = nullptr;
   return result;
 }
 
