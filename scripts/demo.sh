@@ -22,11 +22,11 @@ esac
 bash scripts/install-deps.sh
 
 kargs=()
-kname=$(ls /boot/vmlinuz-* | sed 's,.*/vmlinuz-,,' | sort -V | tail -1)
+kname=$(printf '%s\n' /boot/vmlinuz-* | sed 's,.*/vmlinuz-,,' | sort -V | tail -1)
 if [ -n "$kernel" ]; then
 	kdir=$(bash scripts/fetch-kernel.sh --series "$kernel")
 	kargs=(--kernel-dir "$kdir")
-	kname=$(ls "$kdir"/boot/vmlinuz-* | sed 's,.*/vmlinuz-,,' | sort -V | tail -1)
+	kname=$(printf '%s\n' "$kdir"/boot/vmlinuz-* | sed 's,.*/vmlinuz-,,' | sort -V | tail -1)
 fi
 
 sizes=${DEMO_SIZES:-8,16,32}

@@ -81,8 +81,11 @@ trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get "${apt_opts[@]}" -qq download "$pkg" >&2)
 mkdir "$work/x"
 dpkg-deb -x "$work"/*.deb "$work/x"
-ver=$(ls "$work/x/lib/modules" | head -1)
-[ -n "$ver" ] && [ -f "$work/x/boot/vmlinuz-$ver" ] || { echo "fetch-kernel: $pkg has no boot/vmlinuz" >&2; exit 1; }
+ver=$(find "$work/x/lib/modules" -mindepth 1 -maxdepth 1 -printf '%f\n' | head -1)
+if [ -z "$ver" ] || [ ! -f "$work/x/boot/vmlinuz-$ver" ]; then
+	echo "fetch-kernel: $pkg has no boot/vmlinuz-VER with lib/modules/VER" >&2
+	exit 1
+fi
 depmod -b "$work/x" "$ver"
 rm -rf "$dest.old"
 [ -d "$dest" ] && mv "$dest" "$dest.old"
