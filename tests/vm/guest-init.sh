@@ -70,6 +70,12 @@ reset_guest() {
 	done
 	find /sys/fs/cgroup -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
 	echo >/sys/kernel/tracing/set_event 2>/dev/null
+	# Loop devices a scenario left bound (it failed before its own cleanup): detach them,
+	# or the next scenario's leak check fails for someone else's leak. Said on the console.
+	if [ -e /dev/loop-control ] && [ -n "$(losetup -a 2>/dev/null)" ]; then
+		echo "cxvm: reset: detaching loop devices left bound: $(losetup -a | tr '\n' ' ')"
+		losetup -D
+	fi
 }
 
 i=0

@@ -21,9 +21,11 @@ for m in $(cat /lib/modules/order); do
 done
 
 stage2=
+moddir=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	cxvm.stage2=*) stage2="${arg#cxvm.stage2=}" ;;
+	cxvm.moddir=*) moddir="${arg#cxvm.moddir=}" ;;
 	esac
 done
 [ -n "$stage2" ] || die "no cxvm.stage2= on the kernel command line"
@@ -35,6 +37,12 @@ mount -t tmpfs -o mode=755 tmpfs /rw || die "tmpfs"
 mkdir -p /rw/upper /rw/work
 mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot ||
 	die "overlay mount failed"
+# A kernel unpacked outside the host's /lib/modules (vmrun.py --kernel-dir): its modules
+# appear where modprobe looks, in the overlay only.
+if [ -n "$moddir" ]; then
+	[ -f "/newroot$moddir/modules.dep" ] || die "cxvm.moddir=$moddir has no modules.dep"
+	ln -sfn "$moddir" "/newroot/lib/modules/$(uname -r)" || die "linking $moddir"
+fi
 [ -x "/newroot$stage2" ] || [ -f "/newroot$stage2" ] || die "stage2 $stage2 not found in the host root"
 
 mount --move /proc /newroot/proc

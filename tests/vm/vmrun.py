@@ -72,31 +72,47 @@ class Interrupted(Exception):
 
 # ---------------------------------------------------------------- environment checks
 
-def pick_kernel(requested):
-    """Returns (version, vmlinuz path) or raises RuntimeError with a clear reason."""
+def newest(versions):
+    def key(v):
+        return [int(x) if x.isdigit() else x for x in re.split(r"[.+-]", v)]
+    return sorted(versions, key=key)[-1]
+
+
+def pick_kernel(requested, kernel_dir=None):
+    """Returns (version, vmlinuz path, module base dir) or raises RuntimeError.
+
+    The module base dir is "/" for a kernel installed on the host (/boot, /lib/modules),
+    or kernel_dir for one unpacked elsewhere (scripts/fetch-kernel.sh: KDIR/boot/vmlinuz-V
+    and KDIR/lib/modules/V with modules.dep), so a second kernel never has to be installed
+    into the host's /boot, where it would become everybody's default."""
+    base = os.path.abspath(kernel_dir) if kernel_dir else "/"
+    boot = os.path.join(base, "boot")
+    mods = os.path.join(base, "lib", "modules")
     if requested:
         ver = requested
     else:
         cands = []
-        for path in glob.glob("/boot/vmlinuz-*"):
-            v = path[len("/boot/vmlinuz-"):]
-            if os.path.isdir("/lib/modules/%s/kernel" % v):
+        for path in glob.glob(os.path.join(boot, "vmlinuz-*")):
+            v = os.path.basename(path)[len("vmlinuz-"):]
+            if os.path.isdir(os.path.join(mods, v, "kernel")):
                 cands.append(v)
         if not cands:
+            if kernel_dir:
+                raise RuntimeError("no kernel in %s: need boot/vmlinuz-VERSION and "
+                                   "lib/modules/VERSION (scripts/fetch-kernel.sh)" % base)
             raise RuntimeError(
                 "no kernel image: need /boot/vmlinuz-VERSION with /lib/modules/VERSION "
                 "(install linux-image-amd64: bash scripts/install-deps.sh)")
-
-        def key(v):
-            return [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
-        cands.sort(key=key)
-        ver = cands[-1]
-    image = "/boot/vmlinuz-%s" % ver
+        ver = newest(cands)
+    image = os.path.join(boot, "vmlinuz-%s" % ver)
     if not os.access(image, os.R_OK):
         raise RuntimeError("kernel image %s missing or unreadable" % image)
-    if not os.path.isdir("/lib/modules/%s" % ver):
-        raise RuntimeError("modules for kernel %s missing in /lib/modules" % ver)
-    return ver, image
+    if not os.path.isfile(os.path.join(mods, ver, "modules.dep")):
+        raise RuntimeError("modules for kernel %s missing in %s (no modules.dep)" % (ver, mods))
+    if kernel_dir and not re.match(r"^/[A-Za-z0-9_.+/-]+$", base):
+        # It goes on the kernel command line (cxvm.moddir=) and into a shell word.
+        raise RuntimeError("kernel dir %r: use a path of [A-Za-z0-9_.+/-]" % base)
+    return ver, image, base
 
 
 def find_tool(names, what):
@@ -200,8 +216,10 @@ class Cpio:
         return bytes(self.buf)
 
 
-def module_order(kver, names):
-    """Module file paths in load order (dependencies first)."""
+def module_order(kver, names, base="/"):
+    """Module file paths in load order (dependencies first). The dependencies come from
+    modinfo, so the kernels' layouts need no list here: 6.1 has 9p -> netfs + fscache,
+    6.12 folded fscache into netfs (and ships .ko.xz)."""
     order, seen = [], set()
 
     def visit(name):
@@ -209,14 +227,14 @@ def module_order(kver, names):
         if name in seen:
             return
         seen.add(name)
-        out = subprocess.run(["modinfo", "-k", kver, "-F", "depends", name],
+        out = subprocess.run(["modinfo", "-b", base, "-k", kver, "-F", "depends", name],
                              capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError("modinfo %s for kernel %s failed: %s"
                                % (name, kver, out.stderr.strip()))
         for dep in filter(None, out.stdout.strip().split(",")):
             visit(dep)
-        fn = subprocess.run(["modinfo", "-k", kver, "-F", "filename", name],
+        fn = subprocess.run(["modinfo", "-b", base, "-k", kver, "-F", "filename", name],
                             capture_output=True, text=True, check=True).stdout.strip()
         if fn.startswith("(builtin)") or not fn:
             return
@@ -227,7 +245,7 @@ def module_order(kver, names):
     return order
 
 
-def build_initramfs(kver, out_path):
+def build_initramfs(kver, out_path, base="/"):
     busybox = "/bin/busybox"
     if not os.path.exists(busybox):
         raise RuntimeError("/bin/busybox missing (install busybox-static)")
@@ -235,7 +253,7 @@ def build_initramfs(kver, out_path):
         bb = f.read()
     with open(os.path.join(HERE, "initramfs-init.sh"), "rb") as f:
         init = f.read()
-    mods = module_order(kver, INITRAMFS_MODULES)
+    mods = module_order(kver, INITRAMFS_MODULES, base)
     c = Cpio()
     for d in ("bin", "sbin", "dev", "proc", "sys", "lower", "rw", "newroot", "lib",
               "lib/modules"):
@@ -335,14 +353,15 @@ def run(args):
         raise RuntimeError("duplicate scenario names: %s" % names)
 
     qemu = find_tool(["qemu-system-x86_64"], "QEMU (package qemu-system-x86)")
-    kver, image = pick_kernel(args.kernel or os.environ.get("CXIOSYNC_VM_KERNEL"))
+    kver, image, kbase = pick_kernel(args.kernel or os.environ.get("CXIOSYNC_VM_KERNEL"),
+                                     args.kernel_dir or os.environ.get("CXIOSYNC_VM_KERNEL_DIR"))
     find_tool(["modinfo"], "modinfo (package kmod)")
 
     clean_stale_tmp()
     tmp = tempfile.mkdtemp(prefix="%s%d-" % (TMP_PREFIX, os.getpid()))
     state = {"proc": None, "tmp": tmp}
     try:
-        return run_in(args, scenarios, qemu, kver, image, tmp, state, t_start)
+        return run_in(args, scenarios, qemu, (kver, image, kbase), tmp, state, t_start)
     finally:
         p = state["proc"]
         if p is not None and p.poll() is None:
@@ -358,12 +377,13 @@ def run(args):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
+def run_in(args, scenarios, qemu, kernel, tmp, state, t_start):
+    kver, image, kbase = kernel
     boot_image = image
     if not args.no_pvh:
         boot_image = uncompressed_kernel(image) or image
     initrd = os.path.join(tmp, "initrd.cpio")
-    mods = build_initramfs(kver, initrd)
+    mods = build_initramfs(kver, initrd, kbase)
     # One scratch disk per scenario, formatted here (fast) rather than in the guest.
     if len(scenarios) > 16:
         raise RuntimeError("at most 16 scenarios per boot (one virtio disk each)")
@@ -410,6 +430,10 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
     else:
         stage2 = os.path.join(HERE, "guest-init.sh")
         append = "console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s" % stage2
+    if kbase != "/":
+        # initramfs-init.sh links /lib/modules/VER in the overlay to this directory, so
+        # modprobe in the guest finds the modules of a kernel the host does not have.
+        append += " cxvm.moddir=%s" % os.path.join(kbase, "lib", "modules", kver)
     if args.append:
         append += " " + args.append
     cmd = [qemu, "-accel", "tcg,thread=%s" % args.tcg_thread, "-smp", str(args.smp),
@@ -423,7 +447,8 @@ def run_in(args, scenarios, qemu, kver, image, tmp, state, t_start):
     for i, disk in enumerate(disks):
         cmd += ["-drive", "file=%s,if=none,id=d%d,format=raw,cache=unsafe" % (disk, i),
                 "-device", "virtio-blk-pci,drive=d%d,serial=cxvm%d" % (i, i)]
-    log("kernel %s, initramfs modules: %s" % (kver, " ".join(mods)))
+    log("kernel %s%s, initramfs modules: %s" % (
+        kver, "" if kbase == "/" else " (from %s)" % kbase, " ".join(mods)))
     log("scenarios: %s (timeout %ds, init %s)" % (" ".join(s[0] for s in scenarios),
                                                  args.timeout, args.init))
     console_path = os.path.join(tmp, "console.log")
@@ -569,7 +594,11 @@ def main():
     ap.add_argument("--results-dir", help="copy each scenario's result dir here")
     ap.add_argument("--env", action="append", metavar="KEY=VALUE",
                     help="export to the scenarios (repeatable)")
-    ap.add_argument("--kernel", help="kernel version in /boot (default: newest)")
+    ap.add_argument("--kernel", help="kernel version in /boot, or in --kernel-dir "
+                    "(default: newest; $CXIOSYNC_VM_KERNEL)")
+    ap.add_argument("--kernel-dir", help="a kernel unpacked outside the host's /boot: "
+                    "DIR/boot/vmlinuz-VER + DIR/lib/modules/VER with modules.dep, as "
+                    "scripts/fetch-kernel.sh makes it ($CXIOSYNC_VM_KERNEL_DIR)")
     ap.add_argument("--append", help="extra kernel command line")
     ap.add_argument("--init", choices=["shell", "systemd"], default="shell",
                     help="PID 1 of the guest: shell (guest-init.sh, default) or systemd "

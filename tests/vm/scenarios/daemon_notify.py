@@ -8,6 +8,10 @@ Binds a datagram socket at SOCKET and appends every sd_notify message to OUTFILE
 WATCH_FILE is given, the file's content at that instant is appended as a line
 "<t> AT_READY <content with newlines as |>": the proof that a limit was restored *before*
 the daemon said it was ready. Runs until killed.
+
+Once the socket is bound it appends "<t> LISTENING <token>", the token from
+$CXD_NOTIFY_TOKEN: several listeners may write the same OUTFILE in one scenario, and the
+caller must wait for *its* listener's bind (an older LISTENING line said nothing about it).
 """
 import os
 import socket
@@ -23,7 +27,7 @@ except FileNotFoundError:
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(path)
 with open(out, "a", buffering=1) as f:
-    f.write("%.6f LISTENING\n" % time.monotonic())
+    f.write("%.6f LISTENING %s\n" % (time.monotonic(), os.environ.get("CXD_NOTIFY_TOKEN", "")))
     while True:
         msg = s.recv(65536).decode("utf-8", "replace")
         t = time.monotonic()
