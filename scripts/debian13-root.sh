@@ -55,6 +55,7 @@ fi
 # this machine is known to reach. CXIOSYNC_DEBIAN_MIRROR overrides it.
 host_mirror() {
   local codename files=()
+  # shellcheck disable=SC1091  # the host's file, read at run time
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   [ -f /etc/apt/sources.list ] && files+=(/etc/apt/sources.list)
   for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
@@ -96,6 +97,7 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
 in_root() {
   local root=$1
   shift
+  # shellcheck disable=SC2016  # expanded by the inner shell, from its own arguments
   unshare --mount --pid --fork --kill-child --propagation private -- \
     /bin/bash -euo pipefail -c '
       root=$1 src=$2; shift 2
