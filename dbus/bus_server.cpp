@@ -12,6 +12,7 @@
 #include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
 #include "dbus/authorizer.h"
 #include "dbus/loop_server.h"
+#include "dbus/sdbus_compat.h"
 #include "dbus/validate.h"
 #include "dbus/wire.h"
 
@@ -27,11 +28,11 @@ constexpr auto kPolkitInteractiveTimeout = std::chrono::seconds(120);
 constexpr auto kPolkitTimeout = std::chrono::seconds(10);
 
 sdbus::Error toSdbus(const Error& e) {
-  return sdbus::Error(errorKindName(errorKindOf(e)), e.message);
+  return compat::error(errorKindName(errorKindOf(e)), e.message);
 }
 
 sdbus::Error accessDenied(const std::string& message) {
-  return sdbus::Error(errorKindName(ErrorKind::AccessDenied), message);
+  return compat::error(errorKindName(ErrorKind::AccessDenied), message);
 }
 
 // A change that passed validation: what to run once authorized, and how to announce it.
@@ -77,10 +78,10 @@ auto guarded(const LogFn& log, const char* method, F&& f) -> decltype(f()) {
     throw;
   } catch (const std::exception& e) {
     logSafely(log, BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
-    throw sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what());
+    throw compat::error(kFailed, std::string(method) + ": internal error: " + e.what());
   } catch (...) {
     logSafely(log, BusLogLevel::Warning, std::string(method) + ": internal error");
-    throw sdbus::Error(kFailed, std::string(method) + ": internal error");
+    throw compat::error(kFailed, std::string(method) + ": internal error");
   }
 }
 
@@ -135,7 +136,7 @@ namespace {
 class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_adaptor> {
  public:
   Adaptor(sdbus::IConnection& conn, BusServer::Impl& impl)
-      : AdaptorInterfaces(conn, kObjectPath), impl_(impl) {
+      : AdaptorInterfaces(conn, sdbus::ObjectPath(kObjectPath)), impl_(impl) {
     registerAdaptor();
   }
   ~Adaptor() { unregisterAdaptor(); }
@@ -277,12 +278,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
 
   void LoopSetup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
                  wire::Options options) override {
-    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
-    std::string sender;
-    try {
-      sender = msg ? msg->getSender() : std::string();
-    } catch (...) {
-    }
+    std::string sender = compat::currentSender(getObject());
     impl_.loops->setup(std::move(result), std::move(fd), options, sender);
   }
 
@@ -337,17 +333,16 @@ void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
   try {
     // Validation first: nothing is touched, nobody is asked, for bad input.
     auto m = std::make_shared<Mutation>(prepare());
-    const sdbus::Message* msg = adaptor->object().getCurrentlyProcessedMessage();
-    std::string sender = msg ? msg->getSender() : std::string();
+    std::string sender = compat::currentSender(adaptor->object());
     authorizeThen(shared, std::move(m), sender);
   } catch (const sdbus::Error& e) {
     replyError(shared, e);
   } catch (const std::exception& e) {
     note(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
     replyError(shared,
-               sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
+               compat::error(kFailed, std::string(method) + ": internal error: " + e.what()));
   } catch (...) {
-    replyError(shared, sdbus::Error(kFailed, std::string(method) + ": internal error"));
+    replyError(shared, compat::error(kFailed, std::string(method) + ": internal error"));
   }
 }
 
@@ -369,7 +364,7 @@ void BusServer::Impl::callerUid(const std::string& sender, std::function<void(ui
       .onInterface("org.freedesktop.DBus")
       .withTimeout(kPolkitTimeout)
       .withArguments(sender)
-      .uponReplyInvoke([next, denied](const sdbus::Error* err, uint32_t uid) {
+      .uponReplyInvoke([next, denied](compat::AsyncError err, uint32_t uid) {
         try {
           if (err) {
             denied("Cannot identify the caller: " + err->getMessage());
@@ -403,7 +398,7 @@ void BusServer::Impl::checkAction(const std::string& sender, uint32_t uid,
       .withTimeout(interactive ? kPolkitInteractiveTimeout : kPolkitTimeout)
       .withArguments(subject, action, details, polkitFlags(interactive), std::string())
       .uponReplyInvoke([uid, action, what, interactive, allowed, denied](
-                           const sdbus::Error* err,
+                           compat::AsyncError err,
                            sdbus::Struct<bool, bool, std::map<std::string, std::string>> reply) {
         try {
           PolkitAnswer answer = err ? polkitAnswerFromError(err->getName())
@@ -431,7 +426,7 @@ void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
         try {
           askPolkit(result, m, sender, uid);
         } catch (...) {
-          replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
+          replyError(result, compat::error(kFailed, "authorization: internal error"));
         }
       },
       [this, result](const std::string& message) { refuse(result, message); });
@@ -446,7 +441,7 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
         try {
           finish(result, *m, uid);
         } catch (...) {
-          replyError(result, sdbus::Error(kFailed, "authorization: internal error"));
+          replyError(result, compat::error(kFailed, "authorization: internal error"));
         }
       },
       [this, result](const std::string& message) { refuse(result, message); });
@@ -525,7 +520,8 @@ void BusServer::Impl::refreshProperties() {
     detector = s.detector;
     dryRun = s.dryRun;
     activeBoosts = s.activeBoosts;
-    if (!changed.empty()) adaptor->object().emitPropertiesChangedSignal(kManagerInterface, changed);
+    if (!changed.empty())
+      compat::emitPropertiesChanged(adaptor->object(), kManagerInterface, changed);
   } catch (...) {
   }
 }
@@ -584,8 +580,8 @@ Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
   try {
     impl->adaptor = std::make_unique<Adaptor>(*impl->conn, *impl);
     impl->busDriver =
-        sdbus::createProxy(*impl->conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
-    impl->polkit = sdbus::createProxy(*impl->conn, opt.polkitBusName, kPolkitPath);
+        compat::createProxy(*impl->conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+    impl->polkit = compat::createProxy(*impl->conn, opt.polkitBusName, kPolkitPath);
     Impl* raw = impl.get();
     impl->loops = std::make_unique<LoopServer>(
         *impl->conn, opt.loopBackend,
@@ -607,7 +603,7 @@ Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
   }
   // Request the name last: once we own it, calls may arrive, and everything is ready.
   try {
-    impl->conn->requestName(opt.busName);
+    compat::requestName(*impl->conn, opt.busName);
   } catch (const sdbus::Error& e) {
     return makeError(
         "cannot own " + opt.busName + " on the " + opt.bus.describe() +
@@ -624,24 +620,14 @@ int BusServer::fd() const {
 PollSpec BusServer::pollSpec() const {
   PollSpec spec;
   try {
-    auto data = impl_->conn->getEventLoopPollData();
+    auto data = compat::pollData(*impl_->conn);
     spec.fd = data.fd;
+    spec.eventFd = data.eventFd;
     spec.events = static_cast<uint32_t>(static_cast<unsigned short>(data.events));
-    if (data.timeout_usec == UINT64_MAX) {
-      spec.timeoutMs = -1;
-    } else {
-      struct timespec ts {};
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000u + ts.tv_nsec / 1000;
-      if (data.timeout_usec <= now) {
-        spec.timeoutMs = 0;
-        spec.timeoutUsec = 0;
-      } else {
-        uint64_t us = data.timeout_usec - now;
-        spec.timeoutUsec = us > INT64_MAX ? INT64_MAX : static_cast<int64_t>(us);
-        uint64_t ms = (data.timeout_usec - now + 999) / 1000;
-        spec.timeoutMs = ms > INT32_MAX ? INT32_MAX : static_cast<int>(ms);
-      }
+    spec.timeoutMs = data.timeoutMs();
+    if (data.timeoutUsec) {
+      spec.timeoutUsec =
+          *data.timeoutUsec > INT64_MAX ? INT64_MAX : static_cast<int64_t>(*data.timeoutUsec);
     }
   } catch (...) {
     spec.events = POLLIN;
@@ -653,7 +639,7 @@ bool BusServer::process() {
   try {
     // Bounded: a flood of calls must not starve the daemon's other sources.
     for (int i = 0; i < 256; ++i) {
-      if (!impl_->conn->processPendingRequest()) break;
+      if (!compat::processPending(*impl_->conn)) break;
     }
     impl_->loops->collect();
     return true;

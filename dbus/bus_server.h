@@ -67,9 +67,12 @@ struct BusServerOptions {
 };
 
 // What the event loop must wait for: poll(2) bits (POLLIN/POLLOUT, equal to EPOLLIN/EPOLLOUT)
-// on fd, and a timeout (-1: none; 0: call process() right away).
+// on fd, POLLIN on eventFd if there is one, and a timeout (-1: none; 0: call process() right away).
 struct PollSpec {
   int fd = -1;
+  // sdbus-c++ 2.x: a second fd to watch for POLLIN (sd-bus wakes it when replies were queued
+  // while we were busy; without it they wait for the next bus traffic). -1 with 1.x.
+  int eventFd = -1;
   uint32_t events = 0;
   int timeoutMs = -1;        // relative, rounded up to ms; -1: none
   int64_t timeoutUsec = -1;  // relative, in µs; -1: none

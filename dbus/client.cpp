@@ -7,6 +7,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/loop_wire.h"
+#include "dbus/sdbus_compat.h"
 #include "dbus/wire.h"
 
 namespace cxiosync::dbus {
@@ -63,7 +64,7 @@ std::unique_ptr<Client> Client::connect(const BusTarget& bus, const std::string&
         c->conn_ = sdbus::createSessionBusConnectionWithAddress(bus.address);
         break;
     }
-    c->proxy_ = sdbus::createProxy(*c->conn_, busName, kObjectPath);
+    c->proxy_ = compat::createProxy(*c->conn_, busName, kObjectPath);
   } catch (const sdbus::Error& e) {
     throw ClientError(ClientError::kNoBus,
                       "Failed to connect to the " + bus.describe() + " bus: " + e.getMessage());
@@ -73,7 +74,7 @@ std::unique_ptr<Client> Client::connect(const BusTarget& bus, const std::string&
 
 bool Client::daemonRunning() {
   try {
-    auto driver = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+    auto driver = compat::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
     bool has = false;
     driver->callMethod("NameHasOwner")
         .onInterface("org.freedesktop.DBus")
@@ -333,7 +334,7 @@ LoopInfo Client::loopShow(const std::string& name) {
   if (!wire::validLoopName(name)) noSuchDevice(name);
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
-      auto proxy = sdbus::createProxy(*conn_, busName_, wire::loopObjectPath(name));
+      auto proxy = compat::createProxy(*conn_, busName_, wire::loopObjectPath(name));
       std::map<std::string, sdbus::Variant> props;
       proxy->callMethod("GetAll")
           .onInterface("org.freedesktop.DBus.Properties")
@@ -361,7 +362,7 @@ namespace {
 template <class... Args>
 void loopCall(sdbus::IConnection& conn, const std::string& busName, const std::string& name,
               const char* method, bool interactive, Args&&... args) {
-  auto proxy = sdbus::createProxy(conn, busName, wire::loopObjectPath(name));
+  auto proxy = compat::createProxy(conn, busName, wire::loopObjectPath(name));
   proxy->callMethod(method)
       .onInterface(wire::kLoopInterface)
       .withArguments(std::forward<Args>(args)...)
@@ -412,7 +413,7 @@ bool Client::loopDetach(const std::string& name, const LoopRequest& req) {
   if (!wire::validLoopName(name)) noSuchDevice(name);
   for (int attempt = 0; attempt < 2; ++attempt) {
     try {
-      auto proxy = sdbus::createProxy(*conn_, busName_, wire::loopObjectPath(name));
+      auto proxy = compat::createProxy(*conn_, busName_, wire::loopObjectPath(name));
       bool lazy = false;
       proxy->callMethod("Detach")
           .onInterface(wire::kLoopInterface)
@@ -471,27 +472,28 @@ void Client::monitor(const std::function<void(const EventView&)>& onEvent, int s
                    {{"cgroup", cgroup}, {"knob", knob}, {"value", value}, {"source", source}},
                    {}});
         });
-    proxy_->finishRegistration();
+    compat::finishSubscriptions(*proxy_);
 
     // Stop when the daemon leaves the bus.
-    auto driver = sdbus::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+    auto driver = compat::createProxy(*conn_, "org.freedesktop.DBus", "/org/freedesktop/DBus");
     driver->uponSignal("NameOwnerChanged")
         .onInterface("org.freedesktop.DBus")
         .call([&](const std::string& name, const std::string&, const std::string& newOwner) {
           if (name == busName_ && newOwner.empty()) ownerGone = true;
         });
-    driver->finishRegistration();
+    compat::finishSubscriptions(*driver);
 
     if (onReady) onReady();
     while (!ownerGone) {
-      while (conn_->processPendingRequest() && !ownerGone) {
+      while (compat::processPending(*conn_) && !ownerGone) {
       }
       if (ownerGone) break;
-      auto pd = conn_->getEventLoopPollData();
-      struct pollfd fds[2] = {{pd.fd, pd.events, 0}, {stopFd, POLLIN, 0}};
+      auto pd = compat::pollData(*conn_);
+      // Unused slots carry fd -1, which poll(2) skips.
+      struct pollfd fds[3] = {{pd.fd, pd.events, 0}, {stopFd, POLLIN, 0}, {pd.eventFd, POLLIN, 0}};
       int timeout = -1;
-      if (pd.timeout_usec != UINT64_MAX) timeout = 100;  // sd-bus has a deadline: check soon
-      int n = ::poll(fds, stopFd >= 0 ? 2 : 1, timeout);
+      if (pd.timeoutUsec) timeout = 100;  // sd-bus has a deadline: check soon
+      int n = ::poll(fds, 3, timeout);
       if (n < 0 && errno != EINTR) break;
       if (stopFd >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) break;
     }

@@ -6,6 +6,7 @@
 
 #include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
 #include "dbus/bus_server.h"
+#include "dbus/sdbus_compat.h"
 
 namespace cxiosync::dbus {
 
@@ -16,9 +17,9 @@ constexpr const char* kNoSuchDevice = "org.cxiosync1.Error.NoSuchDevice";
 constexpr auto kStale = std::chrono::seconds(1);
 
 sdbus::Error notSupportedError() {
-  return sdbus::Error("org.cxiosync1.Error.NotSupported",
-                      "Loop devices are not available in this daemon (no /dev/loop-control, or "
-                      "the loop manager failed to start; see the daemon's log)");
+  return compat::error("org.cxiosync1.Error.NotSupported",
+                       "Loop devices are not available in this daemon (no /dev/loop-control, or "
+                       "the loop manager failed to start; see the daemon's log)");
 }
 
 template <class R>
@@ -48,7 +49,7 @@ std::string describeSetup(const LoopSetupOptions& o) {
 class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_adaptor> {
  public:
   LoopObject(sdbus::IConnection& conn, LoopServer& server, const LoopInfo& info)
-      : AdaptorInterfaces(conn, wire::loopObjectPath(info.name)),
+      : AdaptorInterfaces(conn, sdbus::ObjectPath(wire::loopObjectPath(info.name))),
         server_(server),
         name_(info.name),
         info_(info),
@@ -65,16 +66,13 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     try {
       std::vector<std::string> names;
       for (const auto& [k, v] : wire::toWire(info_)) names.push_back(k);
-      getObject().emitPropertiesChangedSignal(wire::kLoopInterface, names);
+      compat::emitPropertiesChanged(getObject(), wire::kLoopInterface, names);
     } catch (...) {
     }
   }
 
  private:
-  std::string sender() {
-    const sdbus::Message* m = getObject().getCurrentlyProcessedMessage();
-    return m ? m->getSender() : std::string();
-  }
+  std::string sender() { return compat::currentSender(getObject()); }
 
   // The cached state, re-read when stale. Throws sdbus::Error (NoSuchDevice when gone).
   const LoopInfo& current() {
@@ -85,9 +83,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     try {
       fresh = backend->show(name_);
     } catch (const std::exception& e) {
-      throw sdbus::Error(kFailed, "reading " + name_ + ": internal error: " + e.what());
+      throw compat::error(kFailed, "reading " + name_ + ": internal error: " + e.what());
     } catch (...) {
-      throw sdbus::Error(kFailed, "reading " + name_ + ": internal error");
+      throw compat::error(kFailed, "reading " + name_ + ": internal error");
     }
     if (!fresh) throw server_.errorOf(fresh.error(), name_);
     update(*fresh);
@@ -101,9 +99,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     } catch (const sdbus::Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw sdbus::Error(kFailed, std::string("Get(") + name + "): internal error: " + e.what());
+      throw compat::error(kFailed, std::string("Get(") + name + "): internal error: " + e.what());
     } catch (...) {
-      throw sdbus::Error(kFailed, std::string("Get(") + name + "): internal error");
+      throw compat::error(kFailed, std::string("Get(") + name + "): internal error");
     }
   }
 
@@ -150,9 +148,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   void SetBlockSize(sdbus::Result<>&& result, uint32_t size, wire::Options options) override {
     if (size < 512 || size > 65536 || (size & (size - 1)) != 0) {
       auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
-      replyError(shared, sdbus::Error("org.cxiosync1.Error.InvalidArgument",
-                                      "block size " + std::to_string(size) +
-                                          " is not a power of two between 512 and 65536"));
+      replyError(shared, compat::error("org.cxiosync1.Error.InvalidArgument",
+                                       "block size " + std::to_string(size) +
+                                           " is not a power of two between 512 and 65536"));
       return;
     }
     change(std::move(result), "SetBlockSize", options,
@@ -299,7 +297,7 @@ void LoopServer::log(BusLogLevel level, const std::string& message) {
 sdbus::Error LoopServer::errorOf(const Error& e, const std::string& name) {
   std::string errName = loopErrorName(e);
   if (errName == kNoSuchDevice && !name.empty()) markGone(name);
-  return sdbus::Error(errName, e.message);
+  return compat::error(errName, e.message);
 }
 
 void LoopServer::markGone(const std::string& name) {
@@ -366,10 +364,10 @@ void LoopServer::refresh() {
 
 std::vector<wire::LoopEntry> LoopServer::list(const wire::Options& options) {
   auto opt = wire::parseLoopCallOptions(options, true);
-  if (!opt) throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
+  if (!opt) throw compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
   if (!backend_) throw notSupportedError();
   auto all = backend_->list(true);
-  if (!all) throw sdbus::Error(loopErrorName(all.error()), all.error().message);
+  if (!all) throw compat::error(loopErrorName(all.error()), all.error().message);
   std::set<std::string> seen;
   std::vector<wire::LoopEntry> out;
   for (const auto& d : *all) {
@@ -394,16 +392,16 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
   auto backing = std::make_shared<sdbus::UnixFd>(std::move(fd));
   try {
     auto req = wire::parseLoopSetupOptions(options);
-    if (!req) throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", req.error().message);
+    if (!req) throw compat::error("org.cxiosync1.Error.InvalidArgument", req.error().message);
     if (backing->get() < 0) {
-      throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", "no backing file descriptor");
+      throw compat::error("org.cxiosync1.Error.InvalidArgument", "no backing file descriptor");
     }
     if (!backend_) throw notSupportedError();
     const int mode = ::fcntl(backing->get(), F_GETFL);
     if (mode >= 0 && (mode & O_ACCMODE) == O_WRONLY) {
-      throw sdbus::Error("org.cxiosync1.Error.InvalidArgument",
-                         "the backing file descriptor is write-only; open it for reading "
-                         "(O_RDONLY for a read-only device, O_RDWR otherwise)");
+      throw compat::error("org.cxiosync1.Error.InvalidArgument",
+                          "the backing file descriptor is write-only; open it for reading "
+                          "(O_RDONLY for a read-only device, O_RDWR otherwise)");
     }
     LoopAuthRequest ar;
     ar.sender = sender;
@@ -444,16 +442,16 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
         [this, shared, backing](const std::string& message) {
           backing->reset();
           log(BusLogLevel::Info, "refused: " + message);
-          replyError(shared, sdbus::Error("org.cxiosync1.Error.AccessDenied", message));
+          replyError(shared, compat::error("org.cxiosync1.Error.AccessDenied", message));
         });
   } catch (const sdbus::Error& e) {
     replyError(shared, e);
   } catch (const std::exception& e) {
     log(BusLogLevel::Warning, std::string("LoopSetup: internal error: ") + e.what());
     replyError(shared,
-               sdbus::Error(kFailed, std::string("LoopSetup: internal error: ") + e.what()));
+               compat::error(kFailed, std::string("LoopSetup: internal error: ") + e.what()));
   } catch (...) {
-    replyError(shared, sdbus::Error(kFailed, "LoopSetup: internal error"));
+    replyError(shared, compat::error(kFailed, "LoopSetup: internal error"));
   }
 }
 
@@ -463,7 +461,7 @@ void LoopServer::deviceCall(const std::string& name, const std::string& sender, 
                             std::function<void(uint32_t uid, bool force)> run) {
   try {
     auto opt = wire::parseLoopCallOptions(options, false);
-    if (!opt) throw sdbus::Error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
+    if (!opt) throw compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
     if (!backend_) throw notSupportedError();
     auto info = backend_->show(name);
     if (!info) throw errorOf(info.error(), name);
@@ -503,29 +501,29 @@ void LoopServer::deviceCall(const std::string& name, const std::string& sender, 
               return;
             }
             if (now->setupByUid != setupBy || now->foreign != (setupBy == kUnknownUid)) {
-              fail(sdbus::Error("org.cxiosync1.Error.Busy",
-                                name + " changed owner during authorization; try again"));
+              fail(compat::error("org.cxiosync1.Error.Busy",
+                                 name + " changed owner during authorization; try again"));
               return;
             }
             run(uid, force);
           } catch (const std::exception& e) {
             log(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
-            fail(sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
+            fail(compat::error(kFailed, std::string(method) + ": internal error: " + e.what()));
           } catch (...) {
-            fail(sdbus::Error(kFailed, std::string(method) + ": internal error"));
+            fail(compat::error(kFailed, std::string(method) + ": internal error"));
           }
         },
         [this, fail](const std::string& message) {
           log(BusLogLevel::Info, "refused: " + message);
-          fail(sdbus::Error("org.cxiosync1.Error.AccessDenied", message));
+          fail(compat::error("org.cxiosync1.Error.AccessDenied", message));
         });
   } catch (const sdbus::Error& e) {
     fail(e);
   } catch (const std::exception& e) {
     log(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
-    fail(sdbus::Error(kFailed, std::string(method) + ": internal error: " + e.what()));
+    fail(compat::error(kFailed, std::string(method) + ": internal error: " + e.what()));
   } catch (...) {
-    fail(sdbus::Error(kFailed, std::string(method) + ": internal error"));
+    fail(compat::error(kFailed, std::string(method) + ": internal error"));
   }
 }
 

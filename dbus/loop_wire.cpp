@@ -2,18 +2,14 @@
 
 #include <cerrno>
 
+#include "dbus/sdbus_compat.h"
+
 namespace cxiosync::dbus::wire {
 
 namespace {
 
 Error invalid(std::string m) {
   return makeError(std::move(m), EINVAL);
-}
-
-const char* typeName(const sdbus::Variant& v) {
-  static thread_local std::string t;
-  t = v.peekValueType();
-  return t.c_str();
 }
 
 }  // namespace
@@ -128,9 +124,8 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
   auto& opt = r.options;
   for (const auto& [key, v] : o) {
     auto want = [&](const char* sig) -> Status {
-      if (v.peekValueType() != sig) {
-        return invalid("option '" + key + "' must have type '" + sig + "', got '" + typeName(v) +
-                       "'");
+      if (std::string type = compat::typeOf(v); type != sig) {
+        return invalid("option '" + key + "' must have type '" + sig + "', got '" + type + "'");
       }
       return Ok{};
     };
@@ -203,8 +198,8 @@ Result<LoopCallOptions> parseLoopCallOptions(const std::map<std::string, sdbus::
     } else {
       return invalid("unknown option '" + validUtf8(key.substr(0, 64)) + "' for this method");
     }
-    if (v.peekValueType() != "b") {
-      return invalid("option '" + key + "' must be a boolean (b), got type '" + typeName(v) + "'");
+    if (std::string type = compat::typeOf(v); type != "b") {
+      return invalid("option '" + key + "' must be a boolean (b), got type '" + type + "'");
     }
     *target = v.get<bool>();
   }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "dbus/sdbus_compat.h"
 #include "dbus/validate.h"
 
 namespace cxiosync::dbus {
@@ -166,7 +167,7 @@ SyncerView fromWire(const Syncer& s) {
 void splitOptions(const Options& options, std::map<std::string, std::string>& keys,
                   std::map<std::string, bool>& bools) {
   for (const auto& [key, value] : options) {
-    keys[key] = value.peekValueType();
+    keys[key] = compat::typeOf(value);
     if (value.containsValueOfType<bool>()) bools[key] = value.get<bool>();
   }
 }

@@ -16,6 +16,8 @@ PACKAGES=(
   util-linux fio python3 jq procps
   # the Debian package (scripts/build-deb.sh)
   debhelper dpkg-dev fakeroot
+  # the Debian 13 job (scripts/debian13-root.sh): a trixie root made from Debian's archive
+  debootstrap
 )
 
 missing=()
@@ -37,5 +39,7 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Another apt run (unattended upgrades, a parallel job) holds the lock for a while: wait for it.
+apt_wait=(-o DPkg::Lock::Timeout=600)
+apt-get "${apt_wait[@]}" update -qq
+apt-get "${apt_wait[@]}" install -y -qq --no-install-recommends "${missing[@]}"

@@ -359,9 +359,15 @@ DaemonBus::DaemonBus(Daemon& daemon, const Options& options)
 
 DaemonBus::~DaemonBus() {
   daemon_.setObserver(nullptr);
-  if (source_) daemon_.loop().removeSource(source_);
+  removeSources();
   backend_.setEvents(nullptr);
   server_.reset();
+}
+
+void DaemonBus::removeSources() {
+  if (source_) daemon_.loop().removeSource(source_);
+  if (eventSource_) daemon_.loop().removeSource(eventSource_);
+  source_ = eventSource_ = 0;
 }
 
 std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& options,
@@ -412,28 +418,37 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   b->server_ = std::move(server.value());
   dbus::BusServer* srv = b->server_.get();
   DaemonBus* self = b.get();
-  auto id = daemon.loop().addIo(
-      srv->fd(), EPOLLIN,
-      [self, srv](uint32_t) {
-        if (srv->process()) return;
-        // The bus daemon went away. Sync isolation does not depend on D-Bus: keep running.
-        spdlog::error("lost the D-Bus connection; the API is gone until cxiosyncd restarts");
-        self->backend_.setEvents(nullptr);
-        if (self->source_) self->daemon_.loop().removeSource(self->source_);
-        self->source_ = 0;
-      },
-      [srv]() -> EventLoop::Prepared {
-        auto p = srv->pollSpec();
-        return {EventLoop::pollToEpoll(static_cast<short>(p.events)),
-                p.timeoutUsec < 0 ? std::nullopt
-                                  : std::optional(std::chrono::microseconds(p.timeoutUsec))};
-      });
+  auto onBus = [self, srv](uint32_t) {
+    if (srv->process()) return;
+    // The bus daemon went away. Sync isolation does not depend on D-Bus: keep running.
+    spdlog::error("lost the D-Bus connection; the API is gone until cxiosyncd restarts");
+    self->backend_.setEvents(nullptr);
+    self->removeSources();
+  };
+  auto id = daemon.loop().addIo(srv->fd(), EPOLLIN, onBus, [srv]() -> EventLoop::Prepared {
+    auto p = srv->pollSpec();
+    return {
+        EventLoop::pollToEpoll(static_cast<short>(p.events)),
+        p.timeoutUsec < 0 ? std::nullopt : std::optional(std::chrono::microseconds(p.timeoutUsec))};
+  });
   if (!id) {
     spdlog::warn("D-Bus API unavailable: cannot watch the bus fd: {}", id.error().message);
     b->server_.reset();
     return b;
   }
   b->source_ = id.value();
+  // sdbus-c++ 2.x announces replies it queued while we were busy (e.g. polkit's answer read
+  // during a synchronous call) on this eventfd, not on the bus socket: watch it too.
+  if (int eventFd = srv->pollSpec().eventFd; eventFd >= 0) {
+    auto ev = daemon.loop().addIo(eventFd, EPOLLIN, onBus);
+    if (!ev) {
+      spdlog::warn("D-Bus API unavailable: cannot watch the bus eventfd: {}", ev.error().message);
+      b->removeSources();
+      b->server_.reset();
+      return b;
+    }
+    b->eventSource_ = ev.value();
+  }
   b->backend_.setEvents(srv);
   spdlog::info("D-Bus API: {} on the {} bus as {}", dbus::kBusName, target->describe(),
                srv->uniqueName());

@@ -109,6 +109,8 @@ class DaemonBus {
   BusBackend backend_;
   std::unique_ptr<dbus::BusServer> server_;
   EventLoop::SourceId source_ = 0;
+  EventLoop::SourceId eventSource_ = 0;  // sdbus-c++ 2.x's eventFd; 0 with 1.x
+  void removeSources();
 };
 
 }  // namespace cxiosync

@@ -18,6 +18,9 @@
 //         return {EventLoop::pollToEpoll(pd.events), pd.getRelativeTimeout()};  // usec
 //       });
 //
+// sdbus-c++ 2.x (processPendingEvent) also needs PollData::eventFd watched for EPOLLIN, as a
+// second source with the same callback (daemon/bus_backend.cpp, via dbus/sdbus_compat.h).
+//
 // Callbacks run on the loop thread, one at a time; they may add and remove sources
 // (including their own) and call exit(). The loop does no disk I/O of its own.
 #include <sys/epoll.h>

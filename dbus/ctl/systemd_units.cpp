@@ -6,6 +6,8 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include "dbus/sdbus_compat.h"
+
 namespace cxiosync::ctl {
 
 namespace {
@@ -63,7 +65,7 @@ class SystemdUnits final : public UnitLookup {
       return a;
     }
     try {
-      auto manager = sdbus::createProxy(*conn, kSystemd, kManagerPath);
+      auto manager = dbus::compat::createProxy(*conn, kSystemd, kManagerPath);
       sdbus::ObjectPath path;
       try {
         manager->callMethod("GetUnit")
@@ -80,7 +82,7 @@ class SystemdUnits final : public UnitLookup {
             .withTimeout(kTimeout)
             .storeResultsTo(path);
       }
-      auto proxy = sdbus::createProxy(*conn, kSystemd, path);
+      auto proxy = dbus::compat::createProxy(*conn, kSystemd, path);
       UnitAnswer a;
       a.kind = UnitAnswer::Kind::Reached;
       a.loadState = property(*proxy, kUnitInterface, "LoadState");

@@ -8,7 +8,7 @@
 
 #include "policy/config/knobs.h"
 #include "policy/formats/io_max.h"
-#include "policy/planner/snapshot.h"
+#include "policy/model/snapshot.h"
 
 namespace cxiosync {
 

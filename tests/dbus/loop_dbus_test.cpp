@@ -28,11 +28,13 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/client.h"
+#include "dbus/sdbus_compat.h"
 #include "tests/dbus/bus_fixture.h"
 
 namespace {
 
 using namespace std::chrono_literals;
+namespace compat = cxiosync::dbus::compat;
 using namespace cxiosync;
 namespace fs = std::filesystem;
 
@@ -223,7 +225,7 @@ class DbusLoop : public ::testing::Test {
   static Setup rawSetup(int fd, const Opts& options) {
     Setup s;
     auto c = conn();
-    auto proxy = sdbus::createProxy(*c, "org.cxiosync1", "/org/cxiosync1");
+    auto proxy = compat::createProxy(*c, "org.cxiosync1", "/org/cxiosync1");
     try {
       sdbus::ObjectPath path;
       sdbus::UnixFd devFd;
@@ -242,7 +244,7 @@ class DbusLoop : public ::testing::Test {
   static std::string rawLoopCall(const std::string& path, const std::string& method,
                                  Args&&... args) {
     auto c = conn();
-    auto proxy = sdbus::createProxy(*c, "org.cxiosync1", path);
+    auto proxy = compat::createProxy(*c, "org.cxiosync1", path);
     try {
       proxy->callMethod(method).onInterface("org.cxiosync1.Loop").withArguments(args...);
       return "";
@@ -337,7 +339,7 @@ TEST_F(DbusLoop, PropertiesAndIntrospectionOfALoopObject) {
   close(s.deviceFd);
   const std::string name = s.path.substr(s.path.rfind('/') + 1);
   auto c = conn();
-  auto proxy = sdbus::createProxy(*c, "org.cxiosync1", s.path);
+  auto proxy = compat::createProxy(*c, "org.cxiosync1", s.path);
   std::map<std::string, sdbus::Variant> props;
   proxy->callMethod("GetAll")
       .onInterface("org.freedesktop.DBus.Properties")

@@ -24,6 +24,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/bus_server.h"
+#include "dbus/sdbus_compat.h"
 #ifdef CXIOSYNC_TEST_SERVER_LOOPS
 #include "daemon/app/loop_bus_backend.h"
 #include "daemon/app/options.h"
@@ -32,18 +33,6 @@
 
 using namespace cxiosync;
 using namespace cxiosync::dbus;
-
-namespace {
-
-int pollTimeout(const sdbus::IConnection::PollData& pd) {
-  if (pd.timeout_usec == UINT64_MAX) return -1;
-  struct timespec ts {};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000u + ts.tv_nsec / 1000;
-  return pd.timeout_usec <= now ? 0 : static_cast<int>((pd.timeout_usec - now + 999) / 1000);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string address, polkitMode = "absent", loopRunDir;
@@ -89,22 +78,23 @@ int main(int argc, char** argv) {
   std::unique_ptr<sdbus::IObject> polkitObj;
   if (polkitMode != "absent") {
     polkitConn = sdbus::createSessionBusConnectionWithAddress(address);
-    polkitObj = sdbus::createObject(*polkitConn, "/org/freedesktop/PolicyKit1/Authority");
+    polkitObj = compat::createObject(*polkitConn, "/org/freedesktop/PolicyKit1/Authority");
     using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
     using Reply = sdbus::Struct<bool, bool, std::map<std::string, std::string>>;
-    polkitObj->registerMethod("CheckAuthorization")
-        .onInterface("org.freedesktop.PolicyKit1.Authority")
-        .implementedAs([polkitMode](const Subject&, const std::string& action,
-                                    const std::map<std::string, std::string>&, uint32_t flags,
-                                    const std::string&) -> Reply {
-          if (action.rfind("org.cxiosync1.", 0) != 0) return Reply{false, false, {}};
-          if (polkitMode == "allow") return Reply{true, false, {}};
-          if (polkitMode == "challenge") return Reply{false, true, {}};
-          if (polkitMode == "interactive") return Reply{(flags & 1) != 0, (flags & 1) == 0, {}};
-          return Reply{false, false, {}};
-        });
-    polkitObj->finishRegistration();
-    polkitConn->requestName("org.freedesktop.PolicyKit1");
+    compat::VTableBuilder(*polkitObj)
+        .method("org.freedesktop.PolicyKit1.Authority", "CheckAuthorization",
+                [polkitMode](const Subject&, const std::string& action,
+                             const std::map<std::string, std::string>&, uint32_t flags,
+                             const std::string&) -> Reply {
+                  if (action.rfind("org.cxiosync1.", 0) != 0) return Reply{false, false, {}};
+                  if (polkitMode == "allow") return Reply{true, false, {}};
+                  if (polkitMode == "challenge") return Reply{false, true, {}};
+                  if (polkitMode == "interactive")
+                    return Reply{(flags & 1) != 0, (flags & 1) == 0, {}};
+                  return Reply{false, false, {}};
+                })
+        .finish();
+    compat::requestName(*polkitConn, "org.freedesktop.PolicyKit1");
   }
 
 #ifdef CXIOSYNC_TEST_SERVER_LOOPS
@@ -135,18 +125,21 @@ int main(int argc, char** argv) {
 
   for (;;) {
     PollSpec spec = (*server)->pollSpec();
-    struct pollfd fds[3] = {
-        {spec.fd, static_cast<short>(spec.events), 0}, {sfd, POLLIN, 0}, {-1, 0, 0}};
+    // Slots left at fd -1 are skipped by poll(2); the eventFds are sdbus-c++ 2.x's.
+    struct pollfd fds[5] = {{spec.fd, static_cast<short>(spec.events), 0},
+                            {sfd, POLLIN, 0},
+                            {spec.eventFd, POLLIN, 0},
+                            {-1, 0, 0},
+                            {-1, 0, 0}};
     int timeout = spec.timeoutMs;
-    nfds_t n = 2;
     if (polkitConn) {
-      auto pd = polkitConn->getEventLoopPollData();
-      fds[2] = {pd.fd, pd.events, 0};
-      int t = pollTimeout(pd);
+      auto pd = compat::pollData(*polkitConn);
+      fds[3] = {pd.fd, pd.events, 0};
+      fds[4] = {pd.eventFd, POLLIN, 0};
+      int t = pd.timeoutMs();
       if (t >= 0 && (timeout < 0 || t < timeout)) timeout = t;
-      n = 3;
     }
-    int r = poll(fds, n, timeout);
+    int r = poll(fds, 5, timeout);
     if (r < 0 && errno != EINTR) return 1;
     if (fds[1].revents & POLLIN) {
       struct signalfd_siginfo si {};
@@ -168,7 +161,7 @@ int main(int argc, char** argv) {
     }
     if (!(*server)->process()) return 1;
     if (polkitConn) {
-      while (polkitConn->processPendingRequest()) {
+      while (compat::processPending(*polkitConn)) {
       }
     }
   }

@@ -159,6 +159,16 @@ TEST(LoopWire, SetupOptions) {
       EXPECT_EQ(r.error().code, EINVAL);
     }
   }
+  // Signatures compare as strings (sdbus-c++ 2.x's peekValueType() is a const char*: a `!=`
+  // on it compared pointers and refused every option) and the message names what came.
+  auto wrong = dbus::wire::parseLoopSetupOptions({{"read_only", V(uint32_t{1})}});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("must have type 'b', got 'u'"), std::string::npos)
+      << wrong.error().message;
+  auto wrongCall = dbus::wire::parseLoopCallOptions({{"all", V(std::string("x"))}}, true);
+  ASSERT_FALSE(wrongCall.ok());
+  EXPECT_NE(wrongCall.error().message.find("got type 's'"), std::string::npos)
+      << wrongCall.error().message;
   EXPECT_TRUE(dbus::wire::parseLoopCallOptions({{"force", V(true)}}, false).ok());
   EXPECT_FALSE(dbus::wire::parseLoopCallOptions({{"force", V(true)}}, true).ok());
   EXPECT_TRUE(dbus::wire::parseLoopCallOptions({{"all", V(true)}}, true).ok());
