@@ -1,9 +1,9 @@
 #include "dbus/ctl/unit_name.h"
 
-#include <array>
 #include <cerrno>
 
 #include "dbus/validate.h"
+#include "policy/config/dropin.h"
 
 namespace cxiosync::ctl {
 
@@ -28,24 +28,12 @@ bool validPrefix(std::string_view p) {
   return true;
 }
 
-// "a-b.slice" → "/a.slice/a-b.slice"; "-.slice" → "/". Invalid names are EINVAL.
+// "a-b.slice" → "/a.slice/a-b.slice", "io.slice" → "/_io.slice"; "-.slice" → "/": the same
+// mapping the daemon uses for drop-ins (policy/config/dropin.h). Invalid names are EINVAL.
 Result<std::string> slicePath(std::string_view name) {
-  std::string_view prefix = name.substr(0, name.size() - 6);  // without ".slice"
-  if (prefix == "-") return std::string("/");
-  if (!validPrefix(prefix) || prefix.front() == '-' || prefix.back() == '-' ||
-      prefix.find("--") != std::string_view::npos) {
-    return invalid("'" + std::string(name) + "' is not a valid slice name");
-  }
-  std::string path;
-  size_t pos = 0;
-  while (true) {
-    size_t dash = prefix.find('-', pos);
-    std::string_view part = prefix.substr(0, dash == std::string_view::npos ? prefix.size() : dash);
-    path += "/" + cgroupEscape(std::string(part) + ".slice");
-    if (dash == std::string_view::npos) break;
-    pos = dash + 1;
-  }
-  return path;
+  auto path = sliceUnitToCgroupPath(name);
+  if (!path) return invalid(path.error().message);
+  return path->display();
 }
 
 Result<ResolvedCgroup> checked(const std::string& path, ResolvedCgroup r) {
@@ -106,38 +94,6 @@ Result<ResolvedCgroup> fromSystemd(std::string_view unit, const UnitAnswer& a) {
 }
 
 }  // namespace
-
-std::string cgroupEscape(std::string_view name) {
-  // systemd 252 src/basic/cgroup-util.c cg_escape() and cgroup_controller_table.
-  static constexpr std::array<std::string_view, 13> kControllers = {
-      "cpu",
-      "cpuacct",
-      "cpuset",
-      "io",
-      "blkio",
-      "memory",
-      "devices",
-      "pids",
-      "bpf-firewall",
-      "bpf-devices",
-      "bpf-foreign",
-      "bpf-socket-bind",
-      "bpf-restrict-network-interfaces"};
-  bool prefix = name.empty() || name[0] == '_' || name[0] == '.' || name == "notify_on_release" ||
-                name == "release_agent" || name == "tasks" || name.substr(0, 7) == "cgroup.";
-  if (!prefix) {
-    size_t dot = name.rfind('.');
-    if (dot != std::string_view::npos) {
-      for (std::string_view c : kControllers) {
-        if (name.substr(0, dot) == c) {
-          prefix = true;
-          break;
-        }
-      }
-    }
-  }
-  return prefix ? "_" + std::string(name) : std::string(name);
-}
 
 Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg) {
   return resolveCgroupArg(arg, nullptr);

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "policy/config/dropin.h"  // cgroupEscape, the one slice -> cgroup mapping
 #include "policy/result.h"
 
 namespace cxiosync::ctl {
@@ -59,9 +60,5 @@ class UnitLookup {
 Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg);
 // `systemd` may be null (= the pure mapping).
 Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg, UnitLookup* systemd);
-
-// systemd's cg_escape() for one path component: prefixes "_" when the name could clash with
-// a kernel file ("cgroup.*", "tasks", a controller's "io.*", a leading '_' or '.').
-std::string cgroupEscape(std::string_view name);
 
 }  // namespace cxiosync::ctl

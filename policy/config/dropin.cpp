@@ -345,6 +345,44 @@ bool isValidUnitName(std::string_view unit) {
   return true;
 }
 
+std::string cgroupEscape(std::string_view name) {
+  // systemd 252 src/basic/cgroup-util.c cg_escape() and cgroup_controller_table.
+  static constexpr std::array<std::string_view, 13> kControllers = {
+      "cpu",
+      "cpuacct",
+      "cpuset",
+      "io",
+      "blkio",
+      "memory",
+      "devices",
+      "pids",
+      "bpf-firewall",
+      "bpf-devices",
+      "bpf-foreign",
+      "bpf-socket-bind",
+      "bpf-restrict-network-interfaces"};
+  bool prefix = name.empty() || name[0] == '_' || name[0] == '.' || name == "notify_on_release" ||
+                name == "release_agent" || name == "tasks" || name.substr(0, 7) == "cgroup.";
+  if (!prefix) {
+    size_t dot = name.rfind('.');
+    if (dot != std::string_view::npos) {
+      for (std::string_view c : kControllers) {
+        if (name.substr(0, dot) == c) {
+          prefix = true;
+          break;
+        }
+      }
+    }
+  }
+  return prefix ? "_" + std::string(name) : std::string(name);
+}
+
+std::string cgroupUnescape(std::string_view name) {
+  if (name.size() > 1 && name[0] == '_' && cgroupEscape(name.substr(1)) == name)
+    return std::string(name.substr(1));
+  return std::string(name);
+}
+
 Result<CgroupPath> sliceUnitToCgroupPath(std::string_view unit) {
   if (!isValidSliceName(unit)) {
     return makeError("'" + std::string(unit) + "' is not a valid slice unit name");
@@ -353,9 +391,9 @@ Result<CgroupPath> sliceUnitToCgroupPath(std::string_view unit) {
   std::string_view prefix = unit.substr(0, unit.size() - std::string_view(".slice").size());
   std::string path;
   for (size_t i = 0; i < prefix.size(); ++i) {
-    if (prefix[i] == '-') path += "/" + std::string(prefix.substr(0, i)) + ".slice";
+    if (prefix[i] == '-') path += "/" + cgroupEscape(std::string(prefix.substr(0, i)) + ".slice");
   }
-  path += "/" + std::string(unit);
+  path += "/" + cgroupEscape(unit);
   return CgroupPath::parse(path);
 }
 
@@ -368,12 +406,14 @@ Result<std::string> cgroupPathToSliceUnit(const CgroupPath& path) {
   while (pos <= rel.size()) {
     size_t slash = rel.find('/', pos);
     if (slash == std::string::npos) slash = rel.size();
-    std::string comp = rel.substr(pos, slash - pos);
+    const std::string raw = rel.substr(pos, slash - pos);
+    const std::string comp = cgroupUnescape(raw);
     pos = slash + 1;
     auto bad = [&] {
-      return makeError("cgroup " + path.display() + " is not a slice: '" + comp +
+      return makeError("cgroup " + path.display() + " is not a slice: '" + raw +
                        "' is not the slice systemd nests there");
     };
+    if (cgroupEscape(comp) != raw) return bad();  // "/io.slice": systemd names it "/_io.slice"
     if (!isValidSliceName(comp) || comp == "-.slice") return bad();
     std::string prefix = comp.substr(0, comp.size() - 6);
     if (parentPrefix.empty()) {
@@ -392,7 +432,7 @@ std::string unitForCgroupPath(const CgroupPath& path) {
   if (path.isRoot()) return "-.slice";
   const std::string& rel = path.relative();
   auto slash = rel.rfind('/');
-  std::string last = slash == std::string::npos ? rel : rel.substr(slash + 1);
+  std::string last = cgroupUnescape(slash == std::string::npos ? rel : rel.substr(slash + 1));
   auto n = splitUnitName(last);
   if (!n || (n->hasAt && n->instance.empty())) return {};  // templates have no cgroup
   if (n->type == "slice") return cgroupPathToSliceUnit(path) ? last : std::string();

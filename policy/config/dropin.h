@@ -87,6 +87,14 @@ bool isValidUnitName(std::string_view unit);
 // valid slice names (leading/trailing/double dashes, bad characters, other unit types).
 Result<CgroupPath> sliceUnitToCgroupPath(std::string_view unit);
 
+// systemd's cg_escape() for one cgroup path component (cgroup-util.c, systemd 252-257):
+// prefixes "_" when the name could clash with a kernel file ("cgroup.*", "tasks", a
+// controller's "io.*", a leading '_' or '.'): "io.slice" lives at /_io.slice.
+std::string cgroupEscape(std::string_view name);
+// The inverse for one component: "_io.slice" -> "io.slice"; names cg_escape would not have
+// produced are returned as they are.
+std::string cgroupUnescape(std::string_view name);
+
 // The inverse for a pure slice hierarchy: / -> "-.slice", /a.slice/a-b.slice -> "a-b.slice".
 // Rejects paths whose components are not the slice names systemd would nest there.
 Result<std::string> cgroupPathToSliceUnit(const CgroupPath& path);
