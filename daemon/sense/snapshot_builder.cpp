@@ -175,9 +175,17 @@ Status SnapshotBuilder::refresh(TimePoint now) {
   states_.clear();
   anyLimitedDirty_ = false;
   bool sawGone = false;
+  readYoungLimits(now);
+  readLimits(sawGone);
+  readDirtySubtrees(sawGone);
+  addAncestorsOfLimited();
+  if (sawGone) rescanWanted_ = true;
+  return Ok{};
+}
 
+void SnapshotBuilder::readYoungLimits(TimePoint now) {
   // Young cgroups: a limit written after the walk found them becomes known here, and they
-  // are then tracked like any limited cgroup (the loop below reads them again).
+  // are then tracked like any limited cgroup (readLimits reads them again).
   for (auto it = young_.begin(); it != young_.end();) {
     if (now >= it->second.until) {
       it = young_.erase(it);
@@ -196,7 +204,9 @@ Status SnapshotBuilder::refresh(TimePoint now) {
     if (io && *io && !(*io)->empty()) limited_[it->first] = std::move(**io);
     ++it;
   }
+}
 
+void SnapshotBuilder::readLimits(bool& sawGone) {
   // Fresh io.max of every cgroup that had a line at the last walk (or got one since).
   for (auto it = limited_.begin(); it != limited_.end();) {
     auto dir = cgroups_.openDirExpecting(it->first, pathInodes_[it->first]);
@@ -219,7 +229,9 @@ Status SnapshotBuilder::refresh(TimePoint now) {
     states_[it->first] = std::move(cs);
     ++it;
   }
+}
 
+void SnapshotBuilder::readDirtySubtrees(bool& sawGone) {
   // memory.stat of write-limited subtrees (hierarchical: skip the subtree when its top
   // holds too little), breadth-first.
   std::deque<CgroupPath> queue;
@@ -267,7 +279,9 @@ Status SnapshotBuilder::refresh(TimePoint now) {
       if (child) queue.push_back(std::move(*child));
     }
   }
+}
 
+void SnapshotBuilder::addAncestorsOfLimited() {
   // Ancestors of limited cgroups (their io.max is part of the effective limit).
   std::vector<CgroupPath> present;
   for (const auto& [p, s] : states_) present.push_back(p);
@@ -283,8 +297,6 @@ Status SnapshotBuilder::refresh(TimePoint now) {
       states_[a] = std::move(cs);
     }
   }
-  if (sawGone) rescanWanted_ = true;
-  return Ok{};
 }
 
 Snapshot SnapshotBuilder::assemble(std::vector<Syncer> syncers, TimePoint now) const {

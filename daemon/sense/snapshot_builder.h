@@ -113,6 +113,11 @@ class SnapshotBuilder {
   void walk(const CgroupDir& dir, int depth);
   // One read of the root's cgroup.stat: true when nr_descendants differs from the walk's.
   bool treeChanged() const;
+  // refresh()'s steps, in order. `sawGone`: a cgroup vanished under us (ask for a walk).
+  void readYoungLimits(TimePoint now);    // a limit written after the walk found them
+  void readLimits(bool& sawGone);         // fresh io.max of every cgroup that has a line
+  void readDirtySubtrees(bool& sawGone);  // memory.stat below write limits, breadth-first
+  void addAncestorsOfLimited();           // their io.max is part of the effective limit
   const CgroupFs& cgroups_;
   const SysBlock* sys_;
   SnapshotBuilderOptions options_;
