@@ -1,12 +1,6 @@
 #pragma once
 // Command line of cxiosyncd. Pure: parseOptions() never touches the system, so tests can
-// feed it argv directly.
-//
-// Exit codes (documented in --help; the unit file sets RestartPreventExitStatus=2 6):
-//   0  clean stop, or --check-config with a valid config, --version, --help
-//   1  runtime failure (cannot open the cgroup root, the journal, ...)
-//   2  bad command line
-//   6  invalid configuration (--check-config, or at startup)
+// feed it argv directly. Exit codes: daemon/core/exit_codes.h.
 #include <optional>
 #include <string>
 #include <vector>

@@ -4,9 +4,9 @@
 
 namespace cxiosync {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;  // runtime failure (cgroup root, journal, ...)
-inline constexpr int kExitUsage = 2;    // bad command line
-inline constexpr int kExitBadConfig = 6;
+inline constexpr int kExitOk = 0;         // clean stop; --check-config valid, --version, --help
+inline constexpr int kExitFailure = 1;    // runtime failure (cgroup root, journal, ...)
+inline constexpr int kExitUsage = 2;      // bad command line
+inline constexpr int kExitBadConfig = 6;  // invalid configuration (--check-config or start)
 
 }  // namespace cxiosync
