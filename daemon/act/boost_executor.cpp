@@ -59,6 +59,16 @@ std::string limitsText(const IoLimits& l) {
   return out;
 }
 
+// A limit of 0 is never in force: the kernel keeps unset keys as "max", and systemd writes
+// none. Kernels after the 6.10 blk-throttle rework showed io.max as zeros until commit
+// 0a751df4566c ("blk-throttle: Fix incorrect display of io.max"), so a zero read is that
+// display bug, and recording it as an original would restore a nonsense limit.
+bool readsAsZero(const IoLimits& l) {
+  for (const auto& v : {l.rbps, l.wbps, l.riops, l.wiops})
+    if (v && *v == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 bool isGoneCode(int code) {
@@ -199,6 +209,16 @@ Status BoostExecutor::start(const StartBoost& d, TimePoint now, bool shutdownLif
     return cur.error();
   }
   const IoLimits original = fullLimits(cur->line);
+  if (readsAsZero(original)) {
+    ++stats_.failures;
+    spdlog::warn(
+        "not boosting {} on {}: io.max reads {}, which no limit in force looks like (the "
+        "post-6.10 io.max display bug); an original is only recorded from a sane read  "
+        "action=refuse-zero-read cgroup={} device={}",
+        holder, dev, limitsText(original), logQuote(holder), dev);
+    return makeError(
+        "io.max of " + holder + " on " + dev + " reads as zeros: " + limitsText(original), EIO);
+  }
   if (fullLimits(d.original) != original)
     spdlog::debug(
         "io.max of {} on {} changed since the snapshot ({} vs {}); using the current "

@@ -169,6 +169,42 @@ TEST_F(ExecutorTest, RefusesDoubleBoostsLoweringAndNoOps) {
   EXPECT_EQ(ex.activeCount(), 1u);
 }
 
+// Kernel difference, by name: after the 6.10 blk-throttle rework io.max read back as zeros
+// until commit 0a751df4566c. A zero read is never recorded as an original (nothing written,
+// no record); a read-back after the write that differs is recorded as the boosted value, and
+// the restore still writes the original read before the boost.
+TEST_F(ExecutorTest, IoMaxZeroReadAfterBlkThrottleReworkIsNeverAnOriginal) {
+  BoostExecutor ex(io, journal, false);
+  io.set(cg("/cg1"), dev(254, 0), {0, 0, 0, 0});
+  auto st = ex.start(boostOf("/cg1", dev(254, 0), kMiB), t0);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("zeros"), std::string::npos) << st.error().message;
+  EXPECT_EQ(io.writes, 0);
+  EXPECT_TRUE(ex.active().empty());
+  EXPECT_EQ(ex.stats().failures, 1u);
+}
+
+TEST_F(ExecutorTest, IoMaxReadBackThatDiffersIsRecordedAsBoostedNotOriginal) {
+  BoostExecutor ex(io, journal, false);
+  // The write lands, but io.max then shows zeros for the keys not written (the post-6.10
+  // display bug): the record keeps the original read before the write.
+  io.beforeWrite = [&] {
+    io.beforeWrite = nullptr;
+    io.cgroups[cg("/cg1")].lines[dev(254, 0)] = IoLimits{0, 0, 0, 0};
+  };
+  ASSERT_TRUE(ex.start(boostOf("/cg1", dev(254, 0), kMiB), t0));
+  const IoLimits original{kUnlimited, kMiB, kUnlimited, kUnlimited};
+  ASSERT_EQ(ex.active().size(), 1u);
+  EXPECT_EQ(ex.active()[0].original.limits, original);
+  EXPECT_NE(ex.active()[0].boosted.limits, original);
+  auto loaded = journal.load();
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->records.size(), 1u);
+  EXPECT_EQ(loaded->records[0].boost.original.limits, original);
+  ASSERT_TRUE(ex.restore(restoreOf("/cg1", dev(254, 0)), t0 + std::chrono::seconds(1)));
+  EXPECT_EQ(io.get(cg("/cg1"), dev(254, 0)), original);
+}
+
 TEST_F(ExecutorTest, DryRunWritesNothing) {
   BoostExecutor ex(io, journal, true);
   ASSERT_TRUE(ex.start(boostOf("/cg1", dev(254, 0), kMiB), t0));
