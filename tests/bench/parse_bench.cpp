@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/cli/command_line.h"
 #include "policy/formats/io_max.h"
 #include "policy/formats/io_stat.h"
 #include "policy/formats/memory_stat.h"
@@ -178,15 +179,30 @@ std::vector<std::string> genTrace(size_t lines) {
 int main(int argc, char** argv) {
   std::string out;
   double minSeconds = 1.0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--min-seconds" && i + 1 < argc) {
-      minSeconds = std::atof(argv[++i]);
-    } else if (a == "-h" || a == "--help") {
+  cxiosync::CommandLine cl(std::vector<std::string>(argv + 1, argv + argc), "h",
+                           {{"min-seconds", required_argument, nullptr, 's'},
+                            {"help", no_argument, nullptr, 'h'}});
+  while (true) {
+    auto a = cl.next();
+    if (!a) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], a.error().message.c_str());
+      return 2;
+    }
+    if (!*a) break;
+    if ((*a)->id == 'h') {
       std::printf("usage: %s [OUT.json] [--min-seconds S]\n", argv[0]);
       return 0;
+    }
+    if ((*a)->id == 's') {
+      char* end = nullptr;
+      minSeconds = std::strtod((*a)->value->c_str(), &end);
+      if (*end || !(minSeconds > 0)) {
+        std::fprintf(stderr, "%s: --min-seconds: '%s' is not a positive number\n", argv[0],
+                     (*a)->value->c_str());
+        return 2;
+      }
     } else {
-      out = a;
+      out = (*a)->name;
     }
   }
 

@@ -305,6 +305,14 @@ bool isNbdName(const std::string& d) {
   return static_cast<bool>(parseNbdName(d));
 }
 
+NbdManagerOptions nbdOptions(const BlockToolGlobal& g) {
+  NbdManagerOptions no;
+  no.runDir = g.mo.runDir;
+  no.sysRoot = g.mo.sysRoot;
+  no.devRoot = g.mo.devRoot;
+  return no;
+}
+
 Result<std::unique_ptr<BlockDevices>> open(const BlockToolGlobal& g) {
   BlockDevices::Options o;
   o.loop = g.mo;
@@ -423,11 +431,7 @@ void printBlockShow(const BlockDeviceInfo& d) {
 }
 
 std::vector<BlockDeviceInfo> listNbdDevices(const BlockToolGlobal& g, bool includeForeign) {
-  NbdManagerOptions no;
-  no.runDir = g.mo.runDir;
-  no.sysRoot = g.mo.sysRoot;
-  no.devRoot = g.mo.devRoot;
-  NbdManager m(no);
+  NbdManager m(nbdOptions(g));
   auto l = m.list(includeForeign);
   return l ? *l : std::vector<BlockDeviceInfo>{};
 }
@@ -455,11 +459,7 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd, const Dev
     return 0;
   }
   if ((cmd == "show" || cmd == "detach") && isNbdName(args.dev)) {
-    NbdManagerOptions no;
-    no.runDir = g.mo.runDir;
-    no.sysRoot = g.mo.sysRoot;
-    no.devRoot = g.mo.devRoot;
-    NbdManager m(no);
+    NbdManager m(nbdOptions(g));
     if (cmd == "show") {
       auto d = m.show(args.dev);
       if (!d) return fail(d.error());
