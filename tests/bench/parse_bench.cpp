@@ -179,9 +179,9 @@ std::vector<std::string> genTrace(size_t lines) {
 int main(int argc, char** argv) {
   std::string out;
   double minSeconds = 1.0;
-  cxiosync::CommandLine cl(std::vector<std::string>(argv + 1, argv + argc), "h",
-                           {{"min-seconds", required_argument, nullptr, 's'},
-                            {"help", no_argument, nullptr, 'h'}});
+  cxiosync::CommandLine cl(
+      std::vector<std::string>(argv + 1, argv + argc), "h",
+      {{"min-seconds", required_argument, nullptr, 's'}, {"help", no_argument, nullptr, 'h'}});
   while (true) {
     auto a = cl.next();
     if (!a) {
