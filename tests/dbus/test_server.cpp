@@ -21,11 +21,13 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/bus_server.h"
 #include "dbus/sdbus_compat.h"
+#include "policy/cli/command_line.h"
 #ifdef CXIOSYNC_TEST_SERVER_LOOPS
 #include "daemon/app/loop_bus_backend.h"
 #include "daemon/app/options.h"
@@ -43,23 +45,41 @@ struct ServerArgs {
   bool failReload = false;
 };
 
-// Only the --name=VALUE forms the tests use; exit status 2 on anything else.
+// Exit status 2 (after one line on stderr) on a bad command line.
 std::optional<ServerArgs> parseServerArgs(int argc, char** argv) {
+  enum : int { kAddress = 256, kAsUid, kPolkit, kFailReload, kLoopRunDir };
   ServerArgs s;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--address=", 0) == 0) {
-      s.address = a.substr(10);
-    } else if (a.rfind("--as-uid=", 0) == 0) {
-      s.asUid = static_cast<uint32_t>(std::stoul(a.substr(9)));
-    } else if (a.rfind("--polkit=", 0) == 0) {
-      s.polkitMode = a.substr(9);
-    } else if (a == "--fail-reload") {
+  CommandLine cl(std::vector<std::string>(argv + 1, argv + argc), "",
+                 {{"address", required_argument, nullptr, kAddress},
+                  {"as-uid", required_argument, nullptr, kAsUid},
+                  {"polkit", required_argument, nullptr, kPolkit},
+                  {"fail-reload", no_argument, nullptr, kFailReload},
+                  {"loop-run-dir", required_argument, nullptr, kLoopRunDir}});
+  while (true) {
+    auto a = cl.next();
+    if (!a) {
+      std::fprintf(stderr, "test server: %s\n", a.error().message.c_str());
+      return std::nullopt;
+    }
+    if (!*a) break;
+    const CliArg& arg = **a;
+    if (arg.id == kAsUid) {
+      auto uid = parseCliNumber(arg, 0, UINT32_MAX);
+      if (!uid) {
+        std::fprintf(stderr, "test server: %s\n", uid.error().message.c_str());
+        return std::nullopt;
+      }
+      s.asUid = static_cast<uint32_t>(*uid);
+    } else if (arg.id == kAddress) {
+      s.address = *arg.value;
+    } else if (arg.id == kPolkit) {
+      s.polkitMode = *arg.value;
+    } else if (arg.id == kFailReload) {
       s.failReload = true;
-    } else if (a.rfind("--loop-run-dir=", 0) == 0) {
-      s.loopRunDir = a.substr(15);
+    } else if (arg.id == kLoopRunDir) {
+      s.loopRunDir = *arg.value;
     } else {
-      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      std::fprintf(stderr, "test server: unexpected argument '%s'\n", arg.name.c_str());
       return std::nullopt;
     }
   }
