@@ -174,11 +174,14 @@ std::vector<std::string> genTrace(size_t lines) {
   return v;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct BenchArgs {
   std::string out;
   double minSeconds = 1.0;
+};
+
+// Exits: 0 after --help, 2 on a bad command line.
+BenchArgs parseBenchArgs(int argc, char** argv) {
+  BenchArgs b;
   cxiosync::CommandLine cl(
       std::vector<std::string>(argv + 1, argv + argc), "h",
       {{"min-seconds", required_argument, nullptr, 's'}, {"help", no_argument, nullptr, 'h'}});
@@ -186,25 +189,34 @@ int main(int argc, char** argv) {
     auto a = cl.next();
     if (!a) {
       std::fprintf(stderr, "%s: %s\n", argv[0], a.error().message.c_str());
-      return 2;
+      std::exit(2);
     }
     if (!*a) break;
     if ((*a)->id == 'h') {
       std::printf("usage: %s [OUT.json] [--min-seconds S]\n", argv[0]);
-      return 0;
+      std::exit(0);
     }
     if ((*a)->id == 's') {
       char* end = nullptr;
-      minSeconds = std::strtod((*a)->value->c_str(), &end);
-      if (*end || !(minSeconds > 0)) {
+      b.minSeconds = std::strtod((*a)->value->c_str(), &end);
+      if (*end || !(b.minSeconds > 0)) {
         std::fprintf(stderr, "%s: --min-seconds: '%s' is not a positive number\n", argv[0],
                      (*a)->value->c_str());
-        return 2;
+        std::exit(2);
       }
     } else {
-      out = (*a)->name;
+      b.out = (*a)->name;
     }
   }
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const BenchArgs args = parseBenchArgs(argc, argv);
+  const std::string& out = args.out;
+  const double minSeconds = args.minSeconds;
 
   constexpr size_t kLines = 10000;
   std::vector<CaseResult> results;
