@@ -32,6 +32,7 @@
 
 #include "daemon/blockdev/devices/backend_tool.h"
 #include "daemon/blockdev/loop/loop_manager.h"
+#include "policy/cli/command_line.h"
 #include "policy/json_writer.h"
 
 using namespace cxiosync;
@@ -199,78 +200,31 @@ void emit(const Global& g, const LoopDeviceInfo& d) {
   }
 }
 
-int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
-  LoopOptions o;
-  std::string file;
-  std::vector<std::string> cmd;
-  bool fdReadOnly = false;  // test aid: open the file read-only without asking for --read-only
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto val = [&](const std::string& name) -> std::string {
-      if (a.size() > name.size() && a.compare(0, name.size() + 1, name + "=") == 0)
-        return a.substr(name.size() + 1);
-      if (i + 1 >= args.size()) usage(2);
-      return args[++i];
-    };
-    auto is = [&](const std::string& name) {
-      return a == name || a.compare(0, name.size() + 1, name + "=") == 0;
-    };
-    if (a == "--") {
-      cmd.assign(args.begin() + static_cast<long>(i) + 1, args.end());
-      break;
-    } else if (a == "--read-only" || a == "-r") {
-      o.readOnly = true;
-    } else if (a == "--autoclear") {
-      o.autoclear = true;
-    } else if (a == "--fd-read-only") {
-      fdReadOnly = true;
-    } else if (a == "--partscan" || a == "-P") {
-      o.partscan = true;
-    } else if (is("--offset") || a == "-o") {
-      o.offset = loopToolSize("--offset", val("--offset"));
-    } else if (is("--size") || is("--sizelimit")) {
-      o.sizeLimit = loopToolSize("--size", val(is("--size") ? "--size" : "--sizelimit"));
-    } else if (is("--block-size") || is("--sector-size")) {
-      uint64_t v =
-          loopToolSize("--block-size", val(is("--block-size") ? "--block-size" : "--sector-size"));
-      if (v > UINT32_MAX) usage(2);
-      o.blockSize = static_cast<uint32_t>(v);
-    } else if (is("--direct-io")) {
-      // As losetup: a bare --direct-io means on; otherwise --direct-io=auto|on|off.
-      auto mode = parseDirectIoMode(a == "--direct-io" ? std::string("on") : a.substr(12));
-      if (!mode) return fail(mode.error());
-      o.directIo = *mode;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "cxiosync-loop: add: unknown option %s\n", a.c_str());
-      return 2;
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      usage(2);
-    }
+BlockToolGlobal blockGlobal(const Global& g) {
+  return BlockToolGlobal{g.json, g.mo, g.uid};
+}
+
+// Runs CMD ARGS... ({} and $CXIOSYNC_LOOP_DEV: the device) while this tool holds it open.
+int runHolding(std::vector<std::string> cmd, const std::string& device) {
+  for (auto& c : cmd)
+    for (size_t p; (p = c.find("{}")) != std::string::npos;) c.replace(p, 2, device);
+  ::setenv("CXIOSYNC_LOOP_DEV", device.c_str(), 1);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& c : cmd) argv.push_back(c.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "cxiosync-loop: %s: %s\n", argv[0], std::strerror(errno));
+    ::_exit(127);
   }
-  if (file.empty()) usage(2);
-  if (o.autoclear && cmd.empty()) {
-    std::fputs(
-        "cxiosync-loop: --autoclear detaches the device when its last user closes it, so\n"
-        "  it needs a command that uses it while this tool holds it open, e.g.\n"
-        "  cxiosync-loop add --autoclear IMG -- mount {} /mnt\n"
-        "  (or mount first and then: cxiosync-loop set DEV --autoclear=on)\n",
-        stderr);
-    return 2;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  // Open the backing file the way losetup does: read-write unless asked otherwise, read-only
-  // when the file or filesystem does not allow writing.
-  int fd = ::open(file.c_str(), (o.readOnly || fdReadOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0 && !o.readOnly && (errno == EROFS || errno == EACCES || errno == EPERM))
-    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    std::fprintf(stderr, "cxiosync-loop: %s: %s\n", file.c_str(), std::strerror(errno));
-    return 1;
-  }
-  auto r = m.setup(fd, o, g.uid);
-  ::close(fd);
-  if (!r) return fail(r.error());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void printAdded(const Global& g, const LoopSetupResult* r) {
   if (g.json) {
     JsonWriter w;
     w.beginObject().key("device");
@@ -293,60 +247,43 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
       std::fprintf(stderr, "note: direct I/O is off: %s\n", r->directIoNote.c_str());
   }
   std::fflush(stdout);
-  if (cmd.empty()) return 0;
-  // Run the command while holding the device open.
-  for (auto& c : cmd)
-    for (size_t p; (p = c.find("{}")) != std::string::npos;) c.replace(p, 2, r->device.path);
-  ::setenv("CXIOSYNC_LOOP_DEV", r->device.path.c_str(), 1);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (auto& c : cmd) argv.push_back(c.data());
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "cxiosync-loop: %s: %s\n", argv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int cmdSet(const Global& g, LoopManager& m, const std::vector<std::string>& args) {
-  if (args.empty()) usage(2);
-  const std::string dev = args[0];
-  bool force = false;
-  std::optional<bool> dio, autoclear;
-  std::optional<uint32_t> bs;
-  bool capacity = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--force") {
-      force = true;
-    } else if (a == "--capacity") {
-      capacity = true;
-    } else if (a.rfind("--direct-io=", 0) == 0) {
-      auto mode = parseDirectIoMode(a.substr(12));
-      if (!mode || *mode == DirectIoMode::Auto) {
-        std::fputs("cxiosync-loop: set --direct-io takes on or off\n", stderr);
-        return 2;
-      }
-      dio = *mode == DirectIoMode::On;
-    } else if (a.rfind("--autoclear=", 0) == 0) {
-      auto mode = parseDirectIoMode(a.substr(12));
-      if (!mode || *mode == DirectIoMode::Auto) return 2;
-      autoclear = *mode == DirectIoMode::On;
-    } else if (a.rfind("--block-size=", 0) == 0) {
-      bs = static_cast<uint32_t>(loopToolSize("--block-size", a.substr(13)));
-    } else if (a == "--block-size" && i + 1 < args.size()) {
-      bs = static_cast<uint32_t>(loopToolSize("--block-size", args[++i]));
-    } else {
-      std::fprintf(stderr, "cxiosync-loop: set: unknown option %s\n", a.c_str());
-      return 2;
-    }
+// One add for every backend: the kernel loop through LoopManager (autoclear, -- CMD), any
+// backend through BlockDevices when a backend option was given.
+int cmdAdd(const Global& g, const std::vector<std::string>& args) {
+  auto a = parseAddArgs(args, g.mo.sysRoot);
+  if (!a) return loopToolUsage("add", a.error());
+  auto fd = openBackingFile(*a);
+  if (!fd) {
+    std::fprintf(stderr, "cxiosync-loop: %s\n", fd.error().message.c_str());
+    return 1;
   }
-  if (!dio && !bs && !capacity && !autoclear) usage(2);
+  if (a->backendOptions) return blockToolAdd(blockGlobal(g), *a, fd->get());
+  auto mgr = LoopManager::create(g.mo);
+  if (!mgr) return fail(mgr.error());
+  auto r = (*mgr)->setup(fd->get(), a->setup.loop, g.uid);
+  fd->reset();
+  if (!r) return fail(r.error());
+  printAdded(g, &*r);
+  if (a->command.empty()) return 0;
+  return runHolding(a->command, r->device.path);
+}
+
+int cmdSet(const Global& g, const std::vector<std::string>& args) {
+  auto a = parseSetArgs(args, g.mo.sysRoot);
+  if (!a) return loopToolUsage("set", a.error());
+  if (a->backendSettings()) return blockToolSet(blockGlobal(g), *a);
+  if (parseNbdName(a->dev))
+    return loopToolUsage("set", makeError("an nbd device has no loop settings (only --workers, "
+                                          "which needs a reconnect)"));
+  auto mgr = LoopManager::create(g.mo);
+  if (!mgr) return fail(mgr.error());
+  LoopManager& m = **mgr;
+  const std::string& dev = a->dev;
+  const bool force = a->force;
+  const std::optional<uint32_t>& bs = a->blockSize;
+  const std::optional<bool>&dio = a->directIo, &autoclear = a->autoclear;
   Result<LoopDeviceInfo> last = makeError("nothing done", EINVAL);
   if (bs) {
     last = m.setBlockSize(dev, *bs, g.uid, force);
@@ -356,7 +293,7 @@ int cmdSet(const Global& g, LoopManager& m, const std::vector<std::string>& args
     last = m.setDirectIO(dev, *dio, g.uid, force);
     if (!last) return fail(last.error());
   }
-  if (capacity) {
+  if (a->capacity) {
     last = m.setCapacity(dev, g.uid, force);
     if (!last) return fail(last.error());
   }
@@ -372,112 +309,125 @@ int cmdSet(const Global& g, LoopManager& m, const std::vector<std::string>& args
   return 0;
 }
 
+// GLOBAL options, up to the command: rest() is COMMAND ARGS...
+Result<std::vector<std::string>> parseGlobal(const std::vector<std::string>& args, Global& g) {
+  enum : int { kJson = 256, kSysRoot, kDevRoot, kRunDir, kAsUid };
+  CommandLine cl(args, "h",
+                 {{"json", no_argument, nullptr, kJson},
+                  {"sys-root", required_argument, nullptr, kSysRoot},
+                  {"dev-root", required_argument, nullptr, kDevRoot},
+                  {"run-dir", required_argument, nullptr, kRunDir},
+                  {"as-uid", required_argument, nullptr, kAsUid},
+                  {"help", no_argument, nullptr, 'h'}},
+                 CommandLine::Order::StopAtPositional);
+  while (true) {
+    auto a = cl.next();
+    if (!a) return a.error();
+    if (!*a) break;
+    const CliArg& arg = **a;
+    switch (arg.id) {
+      case 'h':
+        usage(0);
+      case kJson:
+        g.json = true;
+        break;
+      case kSysRoot:
+        g.mo.sysRoot = *arg.value;
+        break;
+      case kDevRoot:
+        g.mo.devRoot = *arg.value;
+        break;
+      case kRunDir:
+        g.mo.runDir = *arg.value;
+        break;
+      case kAsUid: {
+        auto uid = parseCliNumber(arg, 0, UINT32_MAX - 1);
+        if (!uid) return uid.error();
+        if (::getuid() != 0) return makeError("--as-uid is for root only", EINVAL);
+        g.uid = static_cast<uint32_t>(*uid);
+        break;
+      }
+    }
+  }
+  return cl.rest();
+}
+
+int cmdList(const Global& g, LoopManager& m, bool all) {
+  auto l = m.list(all);
+  if (!l) return fail(l.error());
+  BlockToolGlobal bg{g.json, g.mo, g.uid};
+  const auto nbds = listNbdDevices(bg, all);
+  if (g.json) {
+    JsonWriter w;
+    w.beginObject().key("loopdevices").beginArray();
+    for (const auto& d : *l) writeInfo(w, d);
+    w.endArray().key("nbddevices").beginArray();
+    for (const auto& d : nbds) writeBlockInfo(w, d);
+    w.endArray().endObject();
+    std::cout << w.str() << "\n";
+  } else {
+    printTable(*l);
+    if (!nbds.empty()) {
+      std::printf("\n%-12s %-7s %7s %6s %3s %2s %s\n", "NAME", "BACKEND", "WORKERS", "QDEPTH",
+                  "DIO", "RO", "OWNER  SERVER  BACK-FILE");
+      printBlockRows(nbds);
+    }
+  }
+  return 0;
+}
+
+int cmdShow(const Global& g, LoopManager& m, const DeviceArgs& a) {
+  auto d = m.show(a.dev);
+  if (!d) return fail(d.error());
+  emit(g, *d);
+  return 0;
+}
+
+int cmdDetach(const Global& g, LoopManager& m, const DeviceArgs& a) {
+  auto r = m.detach(a.dev, g.uid, a.force);
+  if (!r) return fail(r.error());
+  if (g.json) {
+    JsonWriter w;
+    w.beginObject().key("name").value(r->name).key("detached").value(r->detached);
+    w.key("lazy").value(r->lazy).key("note").value(r->note).endObject();
+    std::cout << w.str() << "\n";
+  } else {
+    if (r->lazy)
+      std::printf("%s\n", r->note.c_str());
+    else
+      std::printf("%s detached\n", r->name.c_str());
+  }
+  return r->lazy ? 3 : 0;
+}
+
+int cmdReconcile(LoopManager& m) {
+  auto r = m.reconcile();
+  if (!r) return fail(r.error());
+  for (const auto& d : r->dropped) std::printf("dropped: %s\n", d.reason.c_str());
+  std::printf("%zu record(s) kept\n", r->kept.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Global g;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  size_t i = 0;
-  bool asUid = false;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= args.size()) usage(2);
-      return args[++i];
-    };
-    if (a == "--json")
-      g.json = true;
-    else if (a == "--sys-root")
-      g.mo.sysRoot = next();
-    else if (a == "--dev-root")
-      g.mo.devRoot = next();
-    else if (a == "--run-dir")
-      g.mo.runDir = next();
-    else if (a == "--as-uid") {
-      std::string v = next();
-      uint32_t uid = 0;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), uid);
-      if (ec != std::errc{} || end != v.data() + v.size() || v.empty()) usage(2);
-      g.uid = uid;
-      asUid = true;
-    } else if (a == "-h" || a == "--help")
-      usage(0);
-    else
-      break;
-  }
-  if (asUid && ::getuid() != 0) {
-    std::fputs("cxiosync-loop: --as-uid is for root only\n", stderr);
-    return 2;
-  }
-  if (i >= args.size()) usage(2);
-  const std::string cmd = args[i];
-  std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
-  {
-    BlockToolGlobal bg{g.json, g.mo, g.uid};
-    int rc = blockToolCommand(bg, cmd, rest);
-    if (rc >= 0) return rc;
-  }
+  auto rest = parseGlobal(std::vector<std::string>(argv + 1, argv + argc), g);
+  if (!rest) return loopToolUsage("", rest.error());
+  if (rest->empty()) usage(kLoopToolUsage);
+  const std::string cmd = rest->front();
+  const std::vector<std::string> args(rest->begin() + 1, rest->end());
+  if (cmd == "add") return cmdAdd(g, args);
+  if (cmd == "set") return cmdSet(g, args);
+  if (cmd != "list" && cmd != "show" && cmd != "detach" && cmd != "reconcile" && cmd != "backends")
+    return loopToolUsage("", makeError("unknown command '" + cmd + "' (see --help)"));
+  auto a = parseDeviceArgs(cmd, args);
+  if (!a) return loopToolUsage(cmd, a.error());
+  if (int rc = blockToolCommand(blockGlobal(g), cmd, *a); rc >= 0) return rc;
   auto mgr = LoopManager::create(g.mo);
   if (!mgr) return fail(mgr.error());
-  LoopManager& m = **mgr;
-
-  if (cmd == "add") return cmdAdd(g, m, rest);
-  if (cmd == "set") return cmdSet(g, m, rest);
-  if (cmd == "list") {
-    bool all = !rest.empty() && (rest[0] == "--all" || rest[0] == "-a");
-    auto l = m.list(all);
-    if (!l) return fail(l.error());
-    BlockToolGlobal bg{g.json, g.mo, g.uid};
-    const auto nbds = listNbdDevices(bg, all);
-    if (g.json) {
-      JsonWriter w;
-      w.beginObject().key("loopdevices").beginArray();
-      for (const auto& d : *l) writeInfo(w, d);
-      w.endArray().key("nbddevices").beginArray();
-      for (const auto& d : nbds) writeBlockInfo(w, d);
-      w.endArray().endObject();
-      std::cout << w.str() << "\n";
-    } else {
-      printTable(*l);
-      if (!nbds.empty()) {
-        std::printf("\n%-12s %-7s %7s %6s %3s %2s %s\n", "NAME", "BACKEND", "WORKERS", "QDEPTH",
-                    "DIO", "RO", "OWNER  SERVER  BACK-FILE");
-        printBlockRows(nbds);
-      }
-    }
-    return 0;
-  }
-  if (cmd == "show") {
-    if (rest.size() != 1) usage(2);
-    auto d = m.show(rest[0]);
-    if (!d) return fail(d.error());
-    emit(g, *d);
-    return 0;
-  }
-  if (cmd == "detach") {
-    if (rest.empty()) usage(2);
-    bool force = rest.size() > 1 && rest[1] == "--force";
-    auto r = m.detach(rest[0], g.uid, force);
-    if (!r) return fail(r.error());
-    if (g.json) {
-      JsonWriter w;
-      w.beginObject().key("name").value(r->name).key("detached").value(r->detached);
-      w.key("lazy").value(r->lazy).key("note").value(r->note).endObject();
-      std::cout << w.str() << "\n";
-    } else {
-      if (r->lazy)
-        std::printf("%s\n", r->note.c_str());
-      else
-        std::printf("%s detached\n", r->name.c_str());
-    }
-    return r->lazy ? 3 : 0;
-  }
-  if (cmd == "reconcile") {
-    auto r = m.reconcile();
-    if (!r) return fail(r.error());
-    for (const auto& d : r->dropped) std::printf("dropped: %s\n", d.reason.c_str());
-    std::printf("%zu record(s) kept\n", r->kept.size());
-    return 0;
-  }
-  usage(2);
+  if (cmd == "list") return cmdList(g, **mgr, a->all);
+  if (cmd == "show") return cmdShow(g, **mgr, *a);
+  if (cmd == "detach") return cmdDetach(g, **mgr, *a);
+  return cmdReconcile(**mgr);
 }

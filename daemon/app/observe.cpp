@@ -11,6 +11,8 @@
 #include <set>
 
 #include "daemon/sense/syscalls.h"
+#include "policy/cli/command_line.h"
+#include "policy/config/values.h"
 #include "policy/json.h"
 
 namespace cxiosync {
@@ -165,69 +167,118 @@ std::string snapshotToText(const Snapshot& s, const std::string& detector,
   return o;
 }
 
+namespace {
+
+enum ObserveOptionId : int {
+  kOnce = 256,
+  kJson,
+  kChanges,
+  kWatchFsync,
+  kObserveFlag,
+  kDetectorOpt,
+  kPollIntervalMs,
+  kDurationMs,
+  kMinDirtyBytes,
+  kCgroupRootOpt,
+  kProcRootOpt,
+  kSysRootOpt,
+  kTracefsRootOpt,
+};
+
+std::vector<option> observeOptions() {
+  return {
+      {"once", no_argument, nullptr, kOnce},
+      {"json", no_argument, nullptr, kJson},
+      {"changes", no_argument, nullptr, kChanges},
+      {"watch-fsync", no_argument, nullptr, kWatchFsync},
+      {"observe", no_argument, nullptr, kObserveFlag},  // cxiosyncd --observe ... passes it on
+      {"detector", required_argument, nullptr, kDetectorOpt},
+      {"poll-interval-ms", required_argument, nullptr, kPollIntervalMs},
+      {"duration-ms", required_argument, nullptr, kDurationMs},
+      {"min-dirty-bytes", required_argument, nullptr, kMinDirtyBytes},
+      {"cgroup-root", required_argument, nullptr, kCgroupRootOpt},
+      {"proc-root", required_argument, nullptr, kProcRootOpt},
+      {"sys-root", required_argument, nullptr, kSysRootOpt},
+      {"tracefs-root", required_argument, nullptr, kTracefsRootOpt},
+      {"help", no_argument, nullptr, 'h'},
+  };
+}
+
+Status applyObserveArg(ObserveOptions& o, const CliArg& a) {
+  constexpr uint64_t kMaxMs = uint64_t{1} << 40;
+  switch (a.id) {
+    case kOnce:
+      o.once = true;
+      break;
+    case kJson:
+      o.json = true;
+      break;
+    case kChanges:
+      o.onlyChanges = true;
+      break;
+    case kWatchFsync:
+      o.settings.watchFsync = true;
+      break;
+    case kObserveFlag:
+      break;
+    case 'h':
+      o.help = true;
+      break;
+    case kDetectorOpt: {
+      auto d = parseDetector(*a.value);
+      if (!d) return cliValueError(a, d.error().message);
+      o.settings.detector = *d;
+      break;
+    }
+    case kPollIntervalMs: {
+      auto n = parseCliNumber(a, 1, kMaxMs);
+      if (!n) return n.error();
+      o.settings.pollInterval = std::chrono::milliseconds(*n);
+      break;
+    }
+    case kDurationMs: {
+      auto n = parseCliNumber(a, 0, kMaxMs);
+      if (!n) return n.error();
+      o.duration = std::chrono::milliseconds(*n);
+      break;
+    }
+    case kMinDirtyBytes: {
+      auto n = parseMinDirtyBytes(*a.value);
+      if (!n) return cliValueError(a, n.error().message);
+      o.settings.minDirtyBytes = *n;
+      break;
+    }
+    case kCgroupRootOpt:
+      o.roots.cgroup = *a.value;
+      break;
+    case kProcRootOpt:
+      o.roots.proc = *a.value;
+      break;
+    case kSysRootOpt:
+      o.roots.sys = *a.value;
+      break;
+    case kTracefsRootOpt:
+      o.roots.tracefs = *a.value;
+      break;
+    default:
+      return makeError("unexpected argument '" + a.name + "'", EINVAL);
+  }
+  return Ok{};
+}
+
+}  // namespace
+
 Result<ObserveOptions> parseObserveArgs(const std::vector<std::string>& args) {
   ObserveOptions o;
   o.settings.pollInterval = std::chrono::milliseconds(100);
-  auto number = [](const std::string& v, const std::string& key) -> Result<uint64_t> {
-    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 18) {
-      return Error{0, "bad number for " + key + ": " + v};
-    }
-    return std::stoull(v);
-  };
-  for (const auto& a : args) {
-    if (a == "--observe") continue;
-    const auto eq = a.find('=');
-    const std::string key = a.substr(0, eq);
-    const std::optional<std::string> v =
-        eq == std::string::npos ? std::nullopt : std::optional<std::string>(a.substr(eq + 1));
-    if (!v) {
-      if (key == "--once") {
-        o.once = true;
-      } else if (key == "--json") {
-        o.json = true;
-      } else if (key == "--changes") {
-        o.onlyChanges = true;
-      } else if (key == "--watch-fsync") {
-        o.settings.watchFsync = true;
-      } else {
-        return Error{0, "unknown argument: " + a};
-      }
-      continue;
-    }
-    if (key == "--detector") {
-      if (*v == "auto") {
-        o.settings.detector = DetectorKind::Auto;
-      } else if (*v == "tracefs") {
-        o.settings.detector = DetectorKind::Tracefs;
-      } else if (*v == "procfs") {
-        o.settings.detector = DetectorKind::Procfs;
-      } else {
-        return Error{0, "bad --detector: " + *v + " (auto, tracefs, procfs)"};
-      }
-    } else if (key == "--poll-interval-ms" || key == "--duration-ms" ||
-               key == "--min-dirty-bytes") {
-      auto n = number(*v, key);
-      if (!n) return n.error();
-      if (key == "--poll-interval-ms") {
-        if (*n < 1) return Error{0, "--poll-interval-ms must be >= 1"};
-        o.settings.pollInterval = std::chrono::milliseconds(*n);
-      } else if (key == "--duration-ms") {
-        o.duration = std::chrono::milliseconds(*n);
-      } else {
-        o.settings.minDirtyBytes = *n;
-      }
-    } else if (key == "--cgroup-root") {
-      o.roots.cgroup = *v;
-    } else if (key == "--proc-root") {
-      o.roots.proc = *v;
-    } else if (key == "--sys-root") {
-      o.roots.sys = *v;
-    } else if (key == "--tracefs-root") {
-      o.roots.tracefs = *v;
-    } else {
-      return Error{0, "unknown argument: " + a};
-    }
+  CommandLine cl(args, "h", observeOptions());
+  while (true) {
+    auto a = cl.next();
+    if (!a) return a.error();
+    if (!*a) break;
+    if (auto st = applyObserveArg(o, **a); !st) return st.error();
   }
+  if (!cl.rest().empty()) return makeError("unexpected argument '" + cl.rest()[0] + "'", EINVAL);
   return o;
 }
 
@@ -301,23 +352,21 @@ int runObserve(const ObserveOptions& options) {
 
 int observeMain(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: %s [--once] [--json] [--changes] [--detector=auto|tracefs|procfs]\n"
-          "          [--poll-interval-ms=N] [--duration-ms=N] [--watch-fsync]\n"
-          "          [--min-dirty-bytes=N] [--cgroup-root=DIR] [--proc-root=DIR]\n"
-          "          [--sys-root=DIR] [--tracefs-root=DIR]\n"
-          "Prints cgroups with io.max limits, their dirty/writeback bytes, and the threads\n"
-          "inside sync-family syscalls with what they wait on. Changes nothing.\n",
-          argv[0]);
-      return 0;
-    }
-  }
   auto opts = parseObserveArgs(args);
   if (!opts) {
     std::fprintf(stderr, "%s: %s (try --help)\n", argv[0], opts.error().message.c_str());
     return 2;
+  }
+  if (opts->help) {
+    std::printf(
+        "usage: %s [--once] [--json] [--changes] [--detector=auto|tracefs|procfs]\n"
+        "          [--poll-interval-ms=N] [--duration-ms=N] [--watch-fsync]\n"
+        "          [--min-dirty-bytes=N] [--cgroup-root=DIR] [--proc-root=DIR]\n"
+        "          [--sys-root=DIR] [--tracefs-root=DIR]\n"
+        "Prints cgroups with io.max limits, their dirty/writeback bytes, and the threads\n"
+        "inside sync-family syscalls with what they wait on. Changes nothing.\n",
+        argv[0]);
+    return 0;
   }
   return runObserve(*opts);
 }

@@ -24,6 +24,7 @@ struct ObserveOptions {
   bool json = false;                      // one JSON object per line (JSON Lines)
   std::chrono::milliseconds duration{0};  // stop after this long (0 = until SIGINT/SIGTERM)
   bool onlyChanges = false;               // print only when syncers change (not --once)
+  bool help = false;                      // --help: observeMain prints the usage
 };
 
 // Runs the diagnostic; returns the process exit code (0 ok, 1 runtime error).

@@ -1,6 +1,8 @@
 #include "daemon/app/options.h"
 
 #include "daemon/log/logging.h"
+#include "policy/cli/command_line.h"
+#include "policy/config/values.h"
 
 namespace cxiosync {
 
@@ -43,127 +45,178 @@ Exit status: 0 ok, 1 runtime failure, 2 bad command line, 6 invalid configuratio
 )";
 }
 
+namespace {
+
+// Option ids: a short option's letter, or a value above any letter for long-only ones.
+enum OptionId : int {
+  kConfig = 256,
+  kCheckConfig,
+  kCgroupRoot,
+  kProcRoot,
+  kSysRoot,
+  kTracefsRoot,
+  kRunDir,
+  kDevRoot,
+  kStateDir,
+  kBus,
+  kDetector,
+  kUnitDropIns,
+  kUnitRoot,
+  kDryRun,
+  kForeground,
+  kLogLevel,
+  kAssumeShutdown,
+  kObserve,
+  kVersion,
+};
+
+std::vector<option> longOptions() {
+  return {
+      {"config", required_argument, nullptr, kConfig},
+      {"check-config", no_argument, nullptr, kCheckConfig},
+      {"cgroup-root", required_argument, nullptr, kCgroupRoot},
+      {"proc-root", required_argument, nullptr, kProcRoot},
+      {"sys-root", required_argument, nullptr, kSysRoot},
+      {"tracefs-root", required_argument, nullptr, kTracefsRoot},
+      {"run-dir", required_argument, nullptr, kRunDir},
+      {"dev-root", required_argument, nullptr, kDevRoot},
+      {"state-dir", required_argument, nullptr, kStateDir},
+      {"bus", required_argument, nullptr, kBus},
+      {"detector", required_argument, nullptr, kDetector},
+      {"unit-dropins", required_argument, nullptr, kUnitDropIns},
+      {"unit-root", required_argument, nullptr, kUnitRoot},
+      {"dry-run", no_argument, nullptr, kDryRun},
+      {"foreground", no_argument, nullptr, kForeground},
+      {"log-level", required_argument, nullptr, kLogLevel},
+      {"assume-shutdown", required_argument, nullptr, kAssumeShutdown},
+      {"observe", no_argument, nullptr, kObserve},
+      {"version", no_argument, nullptr, kVersion},
+      {"help", no_argument, nullptr, 'h'},
+  };
+}
+
+// The directory options: where each one's value goes.
+std::string* pathTarget(Options& o, int id) {
+  switch (id) {
+    case kConfig:
+      return &o.configPath;
+    case kCgroupRoot:
+      return &o.cgroupRoot;
+    case kProcRoot:
+      return &o.procRoot;
+    case kSysRoot:
+      return &o.sysRoot;
+    case kTracefsRoot:
+      return &o.tracefsRoot;
+    case kRunDir:
+      return &o.runDir;
+    case kDevRoot:
+      return &o.devRoot;
+    case kStateDir:
+      return &o.stateDir;
+    case kUnitRoot:
+      return &o.unitRoot;
+    default:
+      return nullptr;
+  }
+}
+
+bool* flagTarget(Options& o, int id) {
+  switch (id) {
+    case kCheckConfig:
+      return &o.checkConfig;
+    case kDryRun:
+      return &o.dryRun;
+    case kForeground:
+      return &o.foreground;
+    case kObserve:
+      return &o.observe;
+    case kVersion:
+      return &o.version;
+    case 'h':
+      return &o.help;
+    default:
+      return nullptr;
+  }
+}
+
+Result<UnitDropInMode> parseUnitDropIns(const std::string& v) {
+  if (v == "auto") return UnitDropInMode::Auto;
+  if (v == "systemd") return UnitDropInMode::Systemd;
+  if (v == "files") return UnitDropInMode::Files;
+  if (v == "off") return UnitDropInMode::Off;
+  return makeError("'" + v + "' is not auto, systemd, files or off");
+}
+
+Status checkBus(const std::string& b) {
+  if (b == "system" || b == "session" || b == "none") return Ok{};
+  if (b.find(':') != std::string::npos && b.find('=') != std::string::npos) return Ok{};
+  return makeError("'" + b + "' is not system, session, none or a D-Bus address (unix:path=...)");
+}
+
+// One option with a value that is not a directory.
+Status applyValue(Options& o, const CliArg& a) {
+  const std::string& v = *a.value;
+  Status st = Ok{};
+  switch (a.id) {
+    case kBus:
+      st = checkBus(v);
+      if (st) o.bus = v;
+      break;
+    case kDetector:
+      if (auto d = parseDetector(v))
+        o.detector = *d;
+      else
+        st = d.error();
+      break;
+    case kUnitDropIns:
+      if (auto m = parseUnitDropIns(v))
+        o.unitDropIns = *m;
+      else
+        st = m.error();
+      break;
+    case kLogLevel:
+      if (parseLogLevel(v))
+        o.logLevel = v;
+      else
+        st = makeError("'" + v + "' is not trace, debug, info, warning, error, critical or off");
+      break;
+    case kAssumeShutdown:
+      if (auto b = parseBoolean(v))
+        o.assumeShutdown = *b ? ShutdownOverride::Yes : ShutdownOverride::No;
+      else
+        st = makeError("'" + v + "' is not yes or no");
+      break;
+  }
+  if (!st) return cliValueError(a, st.error().message);
+  return Ok{};
+}
+
+}  // namespace
+
 Result<Options> parseOptions(const std::vector<std::string>& args) {
   Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    std::string name = a;
-    std::optional<std::string> value;
-    if (a.rfind("--", 0) == 0) {
-      auto eq = a.find('=');
-      if (eq != std::string::npos) {
-        name = a.substr(0, eq);
-        value = a.substr(eq + 1);
-      }
-    } else if (a != "-h") {
-      return makeError("unexpected argument '" + a + "' (see --help)");
+  CommandLine cl(args, "h", longOptions());
+  while (true) {
+    auto a = cl.next();
+    if (!a) return makeError(a.error().message + " (see --help)");
+    if (!*a) break;
+    const CliArg& arg = **a;
+    if (arg.id == CliArg::kPositional)
+      return makeError("unexpected argument '" + arg.name + "' (see --help)");
+    if (bool* flag = flagTarget(o, arg.id)) {
+      *flag = true;
+      continue;
     }
-    auto flag = [&](bool& target) -> Status {
-      if (value) return makeError("option " + name + " takes no value");
-      target = true;
-      return Ok{};
-    };
-    auto needValue = [&]() -> Result<std::string> {
-      if (value) {
-        if (value->empty()) return makeError("option " + name + " needs a non-empty value");
-        return *value;
-      }
-      if (i + 1 >= args.size()) return makeError("option " + name + " needs a value");
-      const std::string& next = args[++i];
-      if (next.empty()) return makeError("option " + name + " needs a non-empty value");
-      return next;
-    };
-    auto path = [&](std::string& target) -> Status {
-      auto v = needValue();
-      if (!v) return v.error();
-      target = v.value();
-      return Ok{};
-    };
-    Status st = Ok{};
-    if (name == "--config")
-      st = path(o.configPath);
-    else if (name == "--cgroup-root")
-      st = path(o.cgroupRoot);
-    else if (name == "--proc-root")
-      st = path(o.procRoot);
-    else if (name == "--sys-root")
-      st = path(o.sysRoot);
-    else if (name == "--tracefs-root")
-      st = path(o.tracefsRoot);
-    else if (name == "--run-dir")
-      st = path(o.runDir);
-    else if (name == "--dev-root")
-      st = path(o.devRoot);
-    else if (name == "--state-dir")
-      st = path(o.stateDir);
-    else if (name == "--bus") {
-      auto v = needValue();
-      if (!v) return v.error();
-      const std::string& b = v.value();
-      if (b != "system" && b != "session" && b != "none" &&
-          (b.find(':') == std::string::npos || b.find('=') == std::string::npos))
-        return makeError("--bus: '" + b +
-                         "' is not system, session, none or a D-Bus address "
-                         "(unix:path=...)");
-      o.bus = b;
-    } else if (name == "--detector") {
-      auto v = needValue();
-      if (!v) return v.error();
-      if (v.value() == "auto")
-        o.detector = DetectorKind::Auto;
-      else if (v.value() == "tracefs")
-        o.detector = DetectorKind::Tracefs;
-      else if (v.value() == "procfs")
-        o.detector = DetectorKind::Procfs;
-      else
-        return makeError("--detector: '" + v.value() + "' is not auto, tracefs or procfs");
-    } else if (name == "--unit-dropins") {
-      auto v = needValue();
-      if (!v) return v.error();
-      if (v.value() == "auto")
-        o.unitDropIns = UnitDropInMode::Auto;
-      else if (v.value() == "systemd")
-        o.unitDropIns = UnitDropInMode::Systemd;
-      else if (v.value() == "files")
-        o.unitDropIns = UnitDropInMode::Files;
-      else if (v.value() == "off")
-        o.unitDropIns = UnitDropInMode::Off;
-      else
-        return makeError("--unit-dropins: '" + v.value() + "' is not auto, systemd, files or off");
-    } else if (name == "--unit-root") {
-      st = path(o.unitRoot);
-    } else if (name == "--log-level") {
-      auto v = needValue();
-      if (!v) return v.error();
-      if (!parseLogLevel(v.value()))
-        return makeError("--log-level: '" + v.value() +
-                         "' is not trace, debug, info, warning, error, critical or off");
-      o.logLevel = v.value();
-    } else if (name == "--assume-shutdown") {
-      auto v = needValue();
-      if (!v) return v.error();
-      if (v.value() == "yes" || v.value() == "1" || v.value() == "true")
-        o.assumeShutdown = ShutdownOverride::Yes;
-      else if (v.value() == "no" || v.value() == "0" || v.value() == "false")
-        o.assumeShutdown = ShutdownOverride::No;
-      else
-        return makeError("--assume-shutdown: '" + v.value() + "' is not yes or no");
-    } else if (name == "--dry-run")
-      st = flag(o.dryRun);
-    else if (name == "--check-config")
-      st = flag(o.checkConfig);
-    else if (name == "--foreground")
-      st = flag(o.foreground);
-    else if (name == "--version")
-      st = flag(o.version);
-    else if (name == "--observe")
-      st = flag(o.observe);
-    else if (name == "--help" || name == "-h")
-      st = flag(o.help);
-    else
-      return makeError("unknown option '" + name + "' (see --help)");
-    if (!st) return st.error();
+    if (arg.value->empty()) return makeError("option " + arg.name + " needs a non-empty value");
+    if (std::string* path = pathTarget(o, arg.id)) {
+      *path = *arg.value;
+      continue;
+    }
+    if (auto st = applyValue(o, arg); !st) return st.error();
   }
+  if (!cl.rest().empty())
+    return makeError("unexpected argument '" + cl.rest()[0] + "' (see --help)");
   return o;
 }
 

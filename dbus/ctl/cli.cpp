@@ -16,6 +16,8 @@
 #include "dbus/ctl/systemd_units.h"
 #include "dbus/ctl/unit_name.h"
 #include "dbus/validate.h"
+#include "policy/cli/command_line.h"
+#include "policy/config/values.h"
 #include "policy/config/yaml_config.h"
 
 namespace cxiosync::ctl {
@@ -424,97 +426,143 @@ std::string usage() {
   return out;
 }
 
-Result<Invocation> parseArgs(const std::vector<std::string>& args) {
-  Invocation inv;
-  auto& o = inv.options;
-  std::vector<std::string> positional;
-  bool optionsDone = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (optionsDone || a.empty() || a[0] != '-' || a == "-") {
-      positional.push_back(a);
-      continue;
+namespace {
+
+enum CtlOptionId : int {
+  kOptVersion = 256,
+  kOptJson,
+  kOptNoPager,
+  kOptNoLegend,
+  kOptNoAskPassword,
+  kOptRuntime,
+  kOptBus,
+  kOptReadOnly,
+  kOptAutoclear,
+  kOptPartscan,
+  kOptAll,
+  kOptCapacity,
+  kOptForce,
+  kOptDirectIo,
+  kOptOffset,
+  kOptSize,
+  kOptBlockSize,
+};
+
+std::vector<option> ctlOptions() {
+  return {
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kOptVersion},
+      {"json", optional_argument, nullptr, kOptJson},  // bare --json: pretty
+      {"no-pager", no_argument, nullptr, kOptNoPager},
+      {"no-legend", no_argument, nullptr, kOptNoLegend},
+      {"quiet", no_argument, nullptr, 'q'},
+      {"no-ask-password", no_argument, nullptr, kOptNoAskPassword},
+      {"runtime", no_argument, nullptr, kOptRuntime},
+      {"bus", required_argument, nullptr, kOptBus},
+      {"read-only", no_argument, nullptr, kOptReadOnly},
+      {"autoclear", no_argument, nullptr, kOptAutoclear},
+      {"partscan", no_argument, nullptr, kOptPartscan},
+      {"all", no_argument, nullptr, kOptAll},
+      {"capacity", no_argument, nullptr, kOptCapacity},
+      {"force", no_argument, nullptr, kOptForce},
+      {"direct-io", optional_argument, nullptr, kOptDirectIo},  // losetup: bare means on
+      {"offset", required_argument, nullptr, kOptOffset},
+      {"size", required_argument, nullptr, kOptSize},
+      {"block-size", required_argument, nullptr, kOptBlockSize},
+  };
+}
+
+Result<JsonMode> parseJsonMode(const CliArg& a) {
+  if (!a.value || *a.value == "pretty") return JsonMode::Pretty;
+  if (*a.value == "short") return JsonMode::Short;
+  if (*a.value == "off") return JsonMode::Off;
+  return invalid("--json takes pretty, short or off, not '" + *a.value + "'");
+}
+
+// Sizes as everywhere in cxiosync (policy parseSize: "4096", "1M", "1.5G", "512 KiB").
+Result<uint64_t> sizeArg(const CliArg& a) {
+  auto n = parseSize(*a.value);
+  if (!n) return cliValueError(a, n.error().message);
+  return *n;
+}
+
+Result<uint32_t> blockSizeArg(const CliArg& a) {
+  auto n = sizeArg(a);
+  if (!n) return n.error();
+  if (*n < 512 || *n > 65536 || (*n & (*n - 1)) != 0)
+    return cliValueError(a, "'" + *a.value + "' is not a power of two 512..65536");
+  return static_cast<uint32_t>(*n);
+}
+
+bool* flagTarget(CliOptions& o, int id) {
+  switch (id) {
+    case 'h':
+      return &o.help;
+    case kOptNoPager:
+      return &o.noPager;
+    case kOptNoLegend:
+      return &o.noLegend;
+    case 'q':
+      return &o.quiet;
+    case kOptNoAskPassword:
+      return &o.noAskPassword;
+    case kOptRuntime:
+      return &o.runtime;
+    case kOptReadOnly:
+      return &o.loop.readOnly;
+    case kOptAutoclear:
+      return &o.loop.autoclear;
+    case kOptPartscan:
+      return &o.loop.partscan;
+    case kOptAll:
+      return &o.loop.all;
+    case kOptCapacity:
+      return &o.loop.capacity;
+    case kOptForce:
+      return &o.loop.force;
+    default:
+      return nullptr;
+  }
+}
+
+// An option with a value (or an optional one).
+Status applyValue(CliOptions& o, const CliArg& a) {
+  switch (a.id) {
+    case kOptJson: {
+      auto m = parseJsonMode(a);
+      if (!m) return m.error();
+      o.json = *m;
+      return Ok{};
     }
-    if (a == "--") {
-      optionsDone = true;
-      continue;
-    }
-    auto valueOf = [&](const std::string& name) -> Result<std::string> {
-      // --name=VALUE or --name VALUE
-      if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
-      if (i + 1 >= args.size()) return invalid("option " + name + " needs a value");
-      return args[++i];
-    };
-    auto is = [&](const std::string& name) { return a == name || (a.rfind(name + "=", 0) == 0); };
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-    } else if (a == "--version") {
-      positional.insert(positional.begin(), "version");
-    } else if (a == "--json") {
-      o.json = JsonMode::Pretty;
-    } else if (is("--json")) {
-      auto v = valueOf("--json");
-      if (!v) return v.error();
-      if (*v == "pretty") {
-        o.json = JsonMode::Pretty;
-      } else if (*v == "short") {
-        o.json = JsonMode::Short;
-      } else if (*v == "off") {
-        o.json = JsonMode::Off;
-      } else {
-        return invalid("--json takes pretty, short or off, not '" + *v + "'");
-      }
-    } else if (a == "--no-pager") {
-      o.noPager = true;
-    } else if (a == "--no-legend") {
-      o.noLegend = true;
-    } else if (a == "-q" || a == "--quiet") {
-      o.quiet = true;
-    } else if (a == "--no-ask-password") {
-      o.noAskPassword = true;
-    } else if (a == "--runtime") {
-      o.runtime = true;
-    } else if (a == "--read-only") {
-      o.loop.readOnly = true;
-    } else if (a == "--autoclear") {
-      o.loop.autoclear = true;
-    } else if (a == "--partscan") {
-      o.loop.partscan = true;
-    } else if (a == "--all") {
-      o.loop.all = true;
-    } else if (a == "--capacity") {
-      o.loop.capacity = true;
-    } else if (a == "--force") {
-      o.loop.force = true;
-    } else if (a == "--direct-io") {
-      o.loop.directIo = "on";  // losetup: a bare --direct-io means on
-    } else if (is("--direct-io")) {
-      auto v = valueOf("--direct-io");
-      if (!v) return v.error();
-      o.loop.directIo = *v;
-    } else if (is("--offset") || is("--size") || is("--block-size")) {
-      const std::string name = a.substr(0, a.find('='));
-      auto v = valueOf(name);
-      if (!v) return v.error();
-      (name == "--offset" ? o.loop.offset : name == "--size" ? o.loop.size : o.loop.blockSize) = *v;
-    } else if (is("--bus")) {
-      auto v = valueOf("--bus");
-      if (!v) return v.error();
-      auto bus = dbus::BusTarget::parse(*v);
+    case kOptBus: {
+      auto bus = dbus::BusTarget::parse(*a.value);
       if (!bus) return invalid(bus.error().message);
       o.bus = *bus;
-    } else {
-      return invalid("unknown option '" + a + "' (see --help)");
+      return Ok{};
+    }
+    case kOptDirectIo:
+      o.loop.directIo = a.value.value_or("on");
+      return Ok{};
+    case kOptOffset:
+    case kOptSize: {
+      auto n = sizeArg(a);
+      if (!n) return n.error();
+      (a.id == kOptOffset ? o.loop.offset : o.loop.size) = *n;
+      return Ok{};
+    }
+    case kOptBlockSize: {
+      auto n = blockSizeArg(a);
+      if (!n) return n.error();
+      o.loop.blockSize = *n;
+      return Ok{};
     }
   }
-  if (o.help) {
-    inv.verb = "help";
-    return inv;
-  }
-  if (positional.empty()) {
-    inv.verb = "status";
-    return inv;
-  }
+  return invalid("unexpected option '" + a.name + "'");
+}
+
+// The verb and its arguments: known, the right count, and only options it takes.
+Status checkVerb(Invocation& inv, const std::vector<std::string>& positional) {
+  const auto& o = inv.options;
   inv.verb = positional[0];
   inv.args.assign(positional.begin() + 1, positional.end());
   auto it = verbs().find(inv.verb);
@@ -531,6 +579,41 @@ Result<Invocation> parseArgs(const std::vector<std::string>& args) {
   if (o.runtime && inv.verb != "isolate" && inv.verb != "boost" && inv.verb != "ceiling") {
     return invalid("--runtime applies only to isolate, boost and ceiling");
   }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Invocation> parseArgs(const std::vector<std::string>& args) {
+  Invocation inv;
+  auto& o = inv.options;
+  std::vector<std::string> positional;
+  CommandLine cl(args, "hq", ctlOptions());
+  while (true) {
+    auto a = cl.next();
+    if (!a) return invalid(a.error().message + " (see --help)");
+    if (!*a) break;
+    const CliArg& arg = **a;
+    if (arg.id == CliArg::kPositional) {
+      positional.push_back(arg.name);
+    } else if (arg.id == kOptVersion) {
+      positional.insert(positional.begin(), "version");
+    } else if (bool* flag = flagTarget(o, arg.id)) {
+      *flag = true;
+    } else if (auto st = applyValue(o, arg); !st) {
+      return st.error();
+    }
+  }
+  for (auto& r : cl.rest()) positional.push_back(std::move(r));  // after "--"
+  if (o.help) {
+    inv.verb = "help";
+    return inv;
+  }
+  if (positional.empty()) {
+    inv.verb = "status";
+    return inv;
+  }
+  if (auto st = checkVerb(inv, positional); !st) return st.error();
   return inv;
 }
 

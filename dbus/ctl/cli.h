@@ -1,5 +1,6 @@
 #pragma once
 // cxiosyncctl: argument parsing (pure) and verb execution. main.cpp is a thin shell around run().
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -23,13 +24,15 @@ enum ExitCode : int {
 enum class JsonMode { Off, Pretty, Short };
 
 // Options of the loop verbs (loop add/list/set/detach); rejected with any other verb.
+// Values are checked while parsing (sizes: policy parseSize, as cxiosync-loop).
 struct LoopFlags {
   bool readOnly = false, autoclear = false, partscan = false;  // add
   bool all = false;                                            // list
   bool capacity = false;                                       // set
   bool force = false;                                          // set, detach
-  std::optional<std::string> offset, size, blockSize;          // add (blockSize: set too)
-  std::optional<std::string> directIo;                         // add, set
+  std::optional<uint64_t> offset, size;                        // add
+  std::optional<uint32_t> blockSize;    // add, set: a power of two 512..65536
+  std::optional<std::string> directIo;  // add (auto|on|off), set (on|off)
   bool any() const {
     return readOnly || autoclear || partscan || all || capacity || force || offset || size ||
            blockSize || directIo;

@@ -73,36 +73,6 @@ Result<std::string> loopNameArg(const std::string& arg) {
   return s;
 }
 
-Result<uint64_t> parseLoopSize(const std::string& text) {
-  size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || digits > 20) return invalid("'" + text + "' is not a size in bytes");
-  uint64_t v = 0;
-  for (size_t i = 0; i < digits; ++i) {
-    uint64_t d = static_cast<uint64_t>(text[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return invalid("'" + text + "' is too large");
-    v = v * 10 + d;
-  }
-  std::string suffix = text.substr(digits);
-  if (suffix == "KiB" || suffix == "k") suffix = "K";
-  if (suffix.size() == 3 && suffix.substr(1) == "iB") suffix = suffix.substr(0, 1);
-  uint64_t mult = 1;
-  if (suffix.empty()) {
-  } else if (suffix == "K") {
-    mult = 1ull << 10;
-  } else if (suffix == "M") {
-    mult = 1ull << 20;
-  } else if (suffix == "G") {
-    mult = 1ull << 30;
-  } else if (suffix == "T") {
-    mult = 1ull << 40;
-  } else {
-    return invalid("'" + text + "': unknown unit '" + suffix + "' (K, M, G, T: powers of 1024)");
-  }
-  if (v != 0 && v > UINT64_MAX / mult) return invalid("'" + text + "' is too large");
-  return v * mult;
-}
-
 Status checkLoopArgs(const Invocation& inv) {
   const auto& a = inv.args;
   const auto& f = inv.options.loop;
@@ -145,24 +115,12 @@ Status checkLoopArgs(const Invocation& inv) {
     if (f.directIo && *f.directIo != "auto" && *f.directIo != "on" && *f.directIo != "off") {
       return invalid("--direct-io takes auto, on or off, not '" + *f.directIo + "'");
     }
-    for (const auto* v : {&f.offset, &f.size}) {
-      if (*v) {
-        if (auto s = parseLoopSize(**v); !s) return s.error();
-      }
-    }
     if (f.autoclear && a.size() < 3) {
       return invalid(
           "loop add --autoclear: an autoclear device detaches when its last user closes it, "
           "and cxiosyncctl's own handle closes when it exits; give a command to run while "
           "holding the device: loop add FILE --autoclear -- CMD ARGS... ({} is replaced by "
           "the device)");
-    }
-  }
-  if (f.blockSize) {
-    auto s = parseLoopSize(*f.blockSize);
-    if (!s) return s.error();
-    if (*s < 512 || *s > 65536 || (*s & (*s - 1)) != 0) {
-      return invalid("--block-size " + *f.blockSize + " is not a power of two 512..65536");
     }
   }
   return Ok{};
@@ -296,9 +254,9 @@ class LoopRunner {
     opt.readOnly = f_.readOnly;
     opt.autoclear = f_.autoclear;
     opt.partscan = f_.partscan;
-    if (f_.offset) opt.offset = *parseLoopSize(*f_.offset);
-    if (f_.size) opt.sizeLimit = *parseLoopSize(*f_.size);
-    if (f_.blockSize) opt.blockSize = static_cast<uint32_t>(*parseLoopSize(*f_.blockSize));
+    if (f_.offset) opt.offset = *f_.offset;
+    if (f_.size) opt.sizeLimit = *f_.size;
+    if (f_.blockSize) opt.blockSize = *f_.blockSize;
     if (f_.directIo) opt.directIo = *f_.directIo;
     // The caller's rights count: we open the file, the daemon never does.
     int fd = ::open(file.c_str(), (f_.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY);
@@ -384,7 +342,7 @@ class LoopRunner {
     auto& c = client_();
     std::vector<std::string> done;
     if (f_.blockSize) {
-      auto size = static_cast<uint32_t>(*parseLoopSize(*f_.blockSize));
+      const uint32_t size = *f_.blockSize;
       c.loopSetBlockSize(n, size, req());
       done.push_back("block size " + std::to_string(size));
     }

@@ -18,8 +18,6 @@ Status checkLoopArgs(const Invocation& inv);
 
 // "loop3", "/dev/loop3" or "3" → "loop3"; EINVAL otherwise.
 Result<std::string> loopNameArg(const std::string& arg);
-// Bytes with an optional K, M, G, T suffix (powers of 1024, as losetup/cxiosync-loop).
-Result<uint64_t> parseLoopSize(const std::string& text);
 
 Json loopJson(const dbus::LoopInfo& d);
 Json loopsJson(const std::vector<dbus::LoopInfo>& list);

@@ -22,6 +22,7 @@
 #include "daemon/kernel/proc_fs.h"
 #include "daemon/sense/proc_detector.h"
 #include "daemon/sense/snapshot_builder.h"
+#include "policy/cli/command_line.h"
 
 using namespace cxiosync;
 namespace fsys = std::filesystem;
@@ -181,12 +182,19 @@ IdleResult idle(int n, int limited) {
 int main(int argc, char** argv) {
   std::string out = "detect_bench.json";
   bool real = true;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--no-real-threads")
+  cxiosync::CommandLine cl(std::vector<std::string>(argv + 1, argv + argc), "",
+                           {{"no-real-threads", no_argument, nullptr, 'n'}});
+  while (true) {
+    auto a = cl.next();
+    if (!a) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], a.error().message.c_str());
+      return 2;
+    }
+    if (!*a) break;
+    if ((*a)->id == 'n')
       real = false;
     else
-      out = a;
+      out = (*a)->name;
   }
   // As the daemon should (LimitNOFILE=): the procfs scan keeps one stat fd per thread.
   struct rlimit rl {};

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/cli/command_line.h"
 #include "policy/formats/io_max.h"
 #include "policy/formats/io_stat.h"
 #include "policy/formats/memory_stat.h"
@@ -173,22 +174,49 @@ std::vector<std::string> genTrace(size_t lines) {
   return v;
 }
 
+struct BenchArgs {
+  std::string out;
+  double minSeconds = 1.0;
+};
+
+// Exits: 0 after --help, 2 on a bad command line.
+BenchArgs parseBenchArgs(int argc, char** argv) {
+  BenchArgs b;
+  cxiosync::CommandLine cl(
+      std::vector<std::string>(argv + 1, argv + argc), "h",
+      {{"min-seconds", required_argument, nullptr, 's'}, {"help", no_argument, nullptr, 'h'}});
+  while (true) {
+    auto a = cl.next();
+    if (!a) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], a.error().message.c_str());
+      std::exit(2);
+    }
+    if (!*a) break;
+    if ((*a)->id == 'h') {
+      std::printf("usage: %s [OUT.json] [--min-seconds S]\n", argv[0]);
+      std::exit(0);
+    }
+    if ((*a)->id == 's') {
+      char* end = nullptr;
+      b.minSeconds = std::strtod((*a)->value->c_str(), &end);
+      if (*end || !(b.minSeconds > 0)) {
+        std::fprintf(stderr, "%s: --min-seconds: '%s' is not a positive number\n", argv[0],
+                     (*a)->value->c_str());
+        std::exit(2);
+      }
+    } else {
+      b.out = (*a)->name;
+    }
+  }
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out;
-  double minSeconds = 1.0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--min-seconds" && i + 1 < argc) {
-      minSeconds = std::atof(argv[++i]);
-    } else if (a == "-h" || a == "--help") {
-      std::printf("usage: %s [OUT.json] [--min-seconds S]\n", argv[0]);
-      return 0;
-    } else {
-      out = a;
-    }
-  }
+  const BenchArgs args = parseBenchArgs(argc, argv);
+  const std::string& out = args.out;
+  const double minSeconds = args.minSeconds;
 
   constexpr size_t kLines = 10000;
   std::vector<CaseResult> results;

@@ -392,6 +392,11 @@ TEST_F(DbusLoop, AReadOnlyFdYieldsAReadOnlyDevice) {
   std::string n2 = jsonString(add.out, "name");
   EXPECT_EQ(slurp("/sys/block/" + n2 + "/ro"), "1");
   EXPECT_EQ(ctl({"loop", "detach", n2}).rc, 0);
+  // Sizes through the policy parser, as cxiosync-loop (1.5M was refused by the CLI).
+  auto part = ctl({"loop", "add", img, "--read-only", "--size", "1.5M", "--json=short"});
+  ASSERT_EQ(part.rc, 0) << part.err;
+  EXPECT_NE(part.out.find("\"size_limit\":1572864"), std::string::npos) << part.out;
+  EXPECT_EQ(ctl({"loop", "detach", jsonString(part.out, "name")}).rc, 0);
 }
 
 TEST_F(DbusLoop, BadOptionsAreInvalidArgumentAndCreateNothing) {

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 
+#include "policy/cli/command_line.h"
 #include "policy/config/values.h"
 
 namespace cxiosync {
@@ -18,13 +19,280 @@ int loopToolFail(const Error& e) {
   return e.code == EPERM || e.code == EACCES ? 4 : 1;
 }
 
-uint64_t loopToolSize(const std::string& opt, const std::string& v) {
-  auto n = parseSize(v);
-  if (!n) {
-    std::fprintf(stderr, "cxiosync-loop: %s: %s\n", opt.c_str(), n.error().message.c_str());
-    std::exit(2);
-  }
+int loopToolUsage(const std::string& command, const Error& e) {
+  std::fprintf(stderr, "cxiosync-loop: %s%s%s\n", command.c_str(), command.empty() ? "" : ": ",
+               e.message.c_str());
+  return kLoopToolUsage;
+}
+
+namespace {
+
+enum ToolOptionId : int {
+  kOptReadOnly = 'r',
+  kOptPartscan = 'P',
+  kOptOffset = 'o',
+  kOptSize = 256,
+  kOptBlockSize,
+  kOptDirectIo,
+  kOptAutoclear,
+  kOptFdReadOnly,
+  kOptWorkers,
+  kOptBackend,
+  kOptQueueDepth,
+  kOptNbdTimeout,
+  kOptForce,
+  kOptCapacity,
+};
+
+// Sizes as everywhere in cxiosync (policy parseSize: "4096", "1M", "1.5G", "512 KiB").
+Result<uint64_t> sizeArg(const CliArg& a, uint64_t max = UINT64_MAX) {
+  auto n = parseSize(*a.value);
+  if (!n) return cliValueError(a, n.error().message);
+  if (*n > max) return cliValueError(a, "'" + *a.value + "' is too large");
   return *n;
+}
+
+// A value parser's Result as the option's error ("--workers: ...").
+template <typename T>
+Result<T> named(const CliArg& a, Result<T> r) {
+  if (!r) return cliValueError(a, r.error().message);
+  return r;
+}
+
+Status applyBackendOption(AddArgs& out, const CliArg& a, const std::string& sysRoot) {
+  BlockSetupOptions& o = out.setup;
+  out.backendOptions = true;
+  if (a.id == kOptWorkers) {
+    auto w = named(a, parseWorkers(*a.value));
+    if (!w) return w.error();
+    o.workers = *w;
+  } else if (a.id == kOptBackend) {
+    auto b = named(a, parseBackendKind(*a.value));
+    if (!b) return b.error();
+    o.backend = *b;
+  } else if (a.id == kOptQueueDepth) {
+    auto q = named(a, parseQueueDepth(*a.value, loopHwQueueDepth(sysRoot)));
+    if (!q) return q.error();
+    o.queueDepth = *q;
+  } else {
+    auto t = parseCliNumber(a, 1, 3600);
+    if (!t) return t.error();
+    o.nbdTimeoutSec = static_cast<uint32_t>(*t);
+  }
+  return Ok{};
+}
+
+Status applyAddOption(AddArgs& out, const CliArg& a, const std::string& sysRoot) {
+  LoopOptions& o = out.setup.loop;
+  switch (a.id) {
+    case kOptReadOnly:
+      o.readOnly = true;
+      break;
+    case kOptPartscan:
+      o.partscan = true;
+      break;
+    case kOptAutoclear:
+      o.autoclear = true;
+      break;
+    case kOptFdReadOnly:
+      out.fdReadOnly = true;
+      break;
+    case kOptOffset:
+    case kOptSize: {
+      auto n = sizeArg(a);
+      if (!n) return n.error();
+      (a.id == kOptOffset ? o.offset : o.sizeLimit) = *n;
+      break;
+    }
+    case kOptBlockSize: {
+      auto n = sizeArg(a, UINT32_MAX);
+      if (!n) return n.error();
+      o.blockSize = static_cast<uint32_t>(*n);
+      break;
+    }
+    case kOptDirectIo: {
+      // As losetup: a bare --direct-io means on; otherwise --direct-io=auto|on|off.
+      auto m = named(a, parseDirectIoMode(a.value.value_or("on")));
+      if (!m) return m.error();
+      o.directIo = *m;
+      break;
+    }
+    case CliArg::kPositional:
+      if (!out.file.empty())
+        return makeError("one FILE only ('" + a.name + "' is a second)", EINVAL);
+      out.file = a.name;
+      break;
+    default:
+      return applyBackendOption(out, a, sysRoot);
+  }
+  return Ok{};
+}
+
+Status applySetOption(SetArgs& out, const CliArg& a, const std::string& sysRoot) {
+  switch (a.id) {
+    case kOptForce:
+      out.force = true;
+      break;
+    case kOptCapacity:
+      out.capacity = true;
+      break;
+    case kOptDirectIo: {
+      auto m = parseDirectIoMode(a.value.value_or("on"));
+      if (!m || *m == DirectIoMode::Auto)
+        return cliValueError(a, "'" + a.value.value_or("") + "' is not on or off");
+      out.directIo = *m == DirectIoMode::On;
+      break;
+    }
+    case kOptAutoclear: {
+      if (!a.value) return cliValueError(a, "takes on or off (--autoclear=on|off)");
+      auto b = named(a, parseBoolean(*a.value));
+      if (!b) return b.error();
+      out.autoclear = *b;
+      break;
+    }
+    case kOptBlockSize: {
+      auto n = sizeArg(a, UINT32_MAX);
+      if (!n) return n.error();
+      out.blockSize = static_cast<uint32_t>(*n);
+      break;
+    }
+    case kOptWorkers: {
+      auto w = named(a, parseWorkers(*a.value));
+      if (!w) return w.error();
+      out.workers = *w;
+      break;
+    }
+    case kOptQueueDepth: {
+      auto q = named(a, parseQueueDepth(*a.value, loopHwQueueDepth(sysRoot)));
+      if (!q) return q.error();
+      out.queueDepth = *q;
+      break;
+    }
+    case CliArg::kPositional:
+      if (!out.dev.empty()) return makeError("one DEV only ('" + a.name + "' is a second)", EINVAL);
+      out.dev = a.name;
+      break;
+    default:
+      return makeError("option " + a.name + " does not apply to set", EINVAL);
+  }
+  return Ok{};
+}
+
+std::vector<option> toolOptions() {
+  return {
+      {"read-only", no_argument, nullptr, kOptReadOnly},
+      {"partscan", no_argument, nullptr, kOptPartscan},
+      {"offset", required_argument, nullptr, kOptOffset},
+      {"size", required_argument, nullptr, kOptSize},
+      {"sizelimit", required_argument, nullptr, kOptSize},  // losetup's name
+      {"block-size", required_argument, nullptr, kOptBlockSize},
+      {"sector-size", required_argument, nullptr, kOptBlockSize},  // losetup's name
+      {"direct-io", optional_argument, nullptr, kOptDirectIo},
+      {"autoclear", optional_argument, nullptr, kOptAutoclear},  // add: bare; set: =on|off
+      {"fd-read-only", no_argument, nullptr, kOptFdReadOnly},
+      {"workers", required_argument, nullptr, kOptWorkers},
+      {"backend", required_argument, nullptr, kOptBackend},
+      {"queue-depth", required_argument, nullptr, kOptQueueDepth},
+      {"nbd-timeout", required_argument, nullptr, kOptNbdTimeout},
+      {"force", no_argument, nullptr, kOptForce},
+      {"capacity", no_argument, nullptr, kOptCapacity},
+  };
+}
+
+}  // namespace
+
+Result<AddArgs> parseAddArgs(const std::vector<std::string>& args, const std::string& sysRoot) {
+  AddArgs out;
+  CommandLine cl(args, "rPo:", toolOptions());
+  while (true) {
+    auto a = cl.next();
+    if (!a) return a.error();
+    if (!*a) break;
+    const CliArg& arg = **a;
+    if (arg.id == kOptAutoclear && arg.value)
+      return cliValueError(arg, "takes no value here (set DEV --autoclear=on|off changes it)");
+    if (arg.id == kOptForce || arg.id == kOptCapacity)
+      return makeError("option " + arg.name + " does not apply to add", EINVAL);
+    if (auto st = applyAddOption(out, arg, sysRoot); !st) return st.error();
+  }
+  out.command = cl.rest();
+  if (out.file.empty()) return makeError("FILE missing", EINVAL);
+  if (out.backendOptions && (out.setup.loop.autoclear || !out.command.empty()))
+    return makeError(
+        "--autoclear and -- CMD cannot be combined with --workers, --backend, --queue-depth "
+        "or --nbd-timeout",
+        EINVAL);
+  if (out.setup.loop.autoclear && out.command.empty())
+    return makeError(
+        "--autoclear detaches the device when its last user closes it, so it needs a command "
+        "that uses it while this tool holds it open: add --autoclear IMG -- mount {} /mnt (or "
+        "mount first, then: set DEV --autoclear=on)",
+        EINVAL);
+  return out;
+}
+
+Result<UniqueFd> openBackingFile(const AddArgs& a) {
+  const bool ro = a.setup.loop.readOnly || a.fdReadOnly;
+  int fd = ::open(a.file.c_str(), (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0 && !a.setup.loop.readOnly && (errno == EROFS || errno == EACCES || errno == EPERM))
+    fd = ::open(a.file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return makeError(a.file + ": " + std::strerror(errno), errno);
+  return UniqueFd(fd);
+}
+
+Result<SetArgs> parseSetArgs(const std::vector<std::string>& args, const std::string& sysRoot) {
+  SetArgs out;
+  CommandLine cl(args, "", toolOptions());
+  while (true) {
+    auto a = cl.next();
+    if (!a) return a.error();
+    if (!*a) break;
+    if (auto st = applySetOption(out, **a, sysRoot); !st) return st.error();
+  }
+  for (const auto& r : cl.rest()) {
+    if (!out.dev.empty()) return makeError("one DEV only ('" + r + "' is a second)", EINVAL);
+    out.dev = r;
+  }
+  if (out.dev.empty()) return makeError("DEV missing", EINVAL);
+  if (out.backendSettings() && out.loopSettings())
+    return makeError(
+        "--workers and --queue-depth cannot be combined with the loop settings (give them in "
+        "a separate set)",
+        EINVAL);
+  if (!out.backendSettings() && !out.loopSettings())
+    return makeError(
+        "nothing to change (--direct-io=on|off, --block-size N, --capacity, --autoclear=on|off, "
+        "--queue-depth N, --workers N)",
+        EINVAL);
+  return out;
+}
+
+Result<DeviceArgs> parseDeviceArgs(const std::string& cmd, const std::vector<std::string>& args) {
+  const bool takesDev = cmd == "show" || cmd == "detach";
+  DeviceArgs out;
+  CommandLine cl(args, "a",
+                 {{"all", no_argument, nullptr, 'a'}, {"force", no_argument, nullptr, 'f'}});
+  std::vector<std::string> positional;
+  while (true) {
+    auto a = cl.next();
+    if (!a) return a.error();
+    if (!*a) break;
+    const CliArg& arg = **a;
+    if (arg.id == CliArg::kPositional)
+      positional.push_back(arg.name);
+    else if (arg.id == 'a' && cmd == "list")
+      out.all = true;
+    else if (arg.id == 'f' && cmd == "detach")
+      out.force = true;
+    else
+      return makeError("option " + arg.name + " does not apply to " + cmd, EINVAL);
+  }
+  for (auto& r : cl.rest()) positional.push_back(std::move(r));
+  if (takesDev && positional.empty()) return makeError("DEV missing", EINVAL);
+  if (positional.size() > (takesDev ? 1u : 0u))
+    return makeError("unexpected argument '" + positional.back() + "'", EINVAL);
+  if (takesDev) out.dev = positional[0];
+  return out;
 }
 
 namespace {
@@ -33,14 +301,16 @@ int fail(const Error& e) {
   return loopToolFail(e);
 }
 
-bool isOurs(const std::string& a) {
-  for (const char* o : {"--workers", "--backend", "--queue-depth", "--nbd-timeout"})
-    if (a == o || a.rfind(std::string(o) + "=", 0) == 0) return true;
-  return false;
-}
-
 bool isNbdName(const std::string& d) {
   return static_cast<bool>(parseNbdName(d));
+}
+
+NbdManagerOptions nbdOptions(const BlockToolGlobal& g) {
+  NbdManagerOptions no;
+  no.runDir = g.mo.runDir;
+  no.sysRoot = g.mo.sysRoot;
+  no.devRoot = g.mo.devRoot;
+  return no;
 }
 
 Result<std::unique_ptr<BlockDevices>> open(const BlockToolGlobal& g) {
@@ -59,96 +329,12 @@ void emitOne(const BlockToolGlobal& g, const BlockDeviceInfo& d) {
   }
 }
 
-int cmdAdd(const BlockToolGlobal& g, const std::vector<std::string>& args) {
-  BlockSetupOptions o;
-  std::string file;
-  bool fdReadOnly = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto is = [&](const char* n) { return a == n || a.rfind(std::string(n) + "=", 0) == 0; };
-    auto val = [&](const char* n) -> std::optional<std::string> {
-      const std::string name = n;
-      if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    auto need = [&](const char* n) -> std::string {
-      auto v = val(n);
-      if (!v) {
-        std::fprintf(stderr, "cxiosync-loop: %s needs a value\n", n);
-        std::exit(2);
-      }
-      return *v;
-    };
-    auto size = [&](const char* n) { return loopToolSize(n, need(n)); };
-    if (is("--workers")) {
-      auto w = parseWorkers(need("--workers"));
-      if (!w) return fail(w.error());
-      o.workers = *w;
-    } else if (is("--backend")) {
-      auto b = parseBackendKind(need("--backend"));
-      if (!b) return fail(b.error());
-      o.backend = *b;
-    } else if (is("--queue-depth")) {
-      auto q = parseQueueDepth(need("--queue-depth"), loopHwQueueDepth(g.mo.sysRoot));
-      if (!q) return fail(q.error());
-      o.queueDepth = *q;
-    } else if (is("--nbd-timeout")) {
-      uint64_t t = size("--nbd-timeout");
-      if (t < 1 || t > 3600) {
-        std::fputs("cxiosync-loop: --nbd-timeout must be 1..3600 seconds\n", stderr);
-        return 2;
-      }
-      o.nbdTimeoutSec = static_cast<uint32_t>(t);
-    } else if (a == "--read-only" || a == "-r") {
-      o.loop.readOnly = true;
-    } else if (a == "--fd-read-only") {
-      fdReadOnly = true;
-    } else if (a == "--partscan" || a == "-P") {
-      o.loop.partscan = true;
-    } else if (is("--offset")) {
-      o.loop.offset = size("--offset");
-    } else if (is("--size") || is("--sizelimit")) {
-      o.loop.sizeLimit = size(is("--size") ? "--size" : "--sizelimit");
-    } else if (is("--block-size") || is("--sector-size")) {
-      uint64_t v = size(is("--block-size") ? "--block-size" : "--sector-size");
-      if (v > UINT32_MAX) return 2;
-      o.loop.blockSize = static_cast<uint32_t>(v);
-    } else if (is("--direct-io")) {
-      auto mode = parseDirectIoMode(a == "--direct-io" ? std::string("on") : a.substr(12));
-      if (!mode) return fail(mode.error());
-      o.loop.directIo = *mode;
-    } else if (a == "--autoclear" || a == "--") {
-      std::fputs(
-          "cxiosync-loop: --autoclear and -- CMD cannot be combined with --workers, "
-          "--backend or --queue-depth\n",
-          stderr);
-      return 2;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "cxiosync-loop: add: unknown option %s\n", a.c_str());
-      return 2;
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      std::fputs("cxiosync-loop: add takes one FILE\n", stderr);
-      return 2;
-    }
-  }
-  if (file.empty()) {
-    std::fputs("cxiosync-loop: add: FILE missing\n", stderr);
-    return 2;
-  }
-  int fd = ::open(file.c_str(), (o.loop.readOnly || fdReadOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0 && !o.loop.readOnly && (errno == EROFS || errno == EACCES || errno == EPERM))
-    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    std::fprintf(stderr, "cxiosync-loop: %s: %s\n", file.c_str(), std::strerror(errno));
-    return 1;
-  }
-  UniqueFd backing(fd);
+}  // namespace
+
+int blockToolAdd(const BlockToolGlobal& g, const AddArgs& a, int backingFd) {
   auto bd = open(g);
   if (!bd) return fail(bd.error());
-  auto r = (*bd)->setup(backing.get(), o, g.uid);
+  auto r = (*bd)->setup(backingFd, a.setup, g.uid);
   if (!r) return fail(r.error());
   if (g.json) {
     JsonWriter w;
@@ -166,52 +352,21 @@ int cmdAdd(const BlockToolGlobal& g, const std::vector<std::string>& args) {
   return 0;
 }
 
-int cmdSet(const BlockToolGlobal& g, const std::vector<std::string>& args) {
-  const std::string dev = args[0];
-  bool force = false;
-  std::optional<std::string> workers, depth;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto val = [&](const char* n) -> std::string {
-      const std::string name = n;
-      if (a.size() > name.size() && a[name.size()] == '=') return a.substr(name.size() + 1);
-      if (i + 1 >= args.size()) return "";
-      return args[++i];
-    };
-    if (a == "--force")
-      force = true;
-    else if (a == "--workers" || a.rfind("--workers=", 0) == 0)
-      workers = val("--workers");
-    else if (a == "--queue-depth" || a.rfind("--queue-depth=", 0) == 0)
-      depth = val("--queue-depth");
-    else {
-      std::fprintf(stderr,
-                   "cxiosync-loop: set: %s cannot be combined with --workers/--queue-depth "
-                   "(give it in a separate set)\n",
-                   a.c_str());
-      return 2;
-    }
-  }
+int blockToolSet(const BlockToolGlobal& g, const SetArgs& a) {
   auto bd = open(g);
   if (!bd) return fail(bd.error());
   Result<BlockDeviceInfo> last = makeError("nothing to do", EINVAL);
-  if (depth) {
-    auto q = parseQueueDepth(*depth, loopHwQueueDepth(g.mo.sysRoot));
-    if (!q) return fail(q.error());
-    last = (*bd)->setQueueDepth(dev, *q, g.uid, force);
+  if (a.queueDepth) {
+    last = (*bd)->setQueueDepth(a.dev, *a.queueDepth, g.uid, a.force);
     if (!last) return fail(last.error());
   }
-  if (workers) {
-    auto w = parseWorkers(*workers);
-    if (!w) return fail(w.error());
-    last = (*bd)->setWorkers(dev, *w, g.uid, force);
+  if (a.workers) {
+    last = (*bd)->setWorkers(a.dev, *a.workers, g.uid, a.force);
     if (!last) return fail(last.error());
   }
   emitOne(g, *last);
   return 0;
 }
-
-}  // namespace
 
 void writeBlockInfoFields(JsonWriter& w, const BlockDeviceInfo& d) {
   w.key("backend").value(d.backend);
@@ -276,17 +431,12 @@ void printBlockShow(const BlockDeviceInfo& d) {
 }
 
 std::vector<BlockDeviceInfo> listNbdDevices(const BlockToolGlobal& g, bool includeForeign) {
-  NbdManagerOptions no;
-  no.runDir = g.mo.runDir;
-  no.sysRoot = g.mo.sysRoot;
-  no.devRoot = g.mo.devRoot;
-  NbdManager m(no);
+  NbdManager m(nbdOptions(g));
   auto l = m.list(includeForeign);
   return l ? *l : std::vector<BlockDeviceInfo>{};
 }
 
-int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
-                     const std::vector<std::string>& args) {
+int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd, const DeviceArgs& args) {
   if (cmd == "backends") {
     auto a = detectBackends(g.mo.sysRoot, g.mo.devRoot);
     if (g.json) {
@@ -308,41 +458,15 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
     }
     return 0;
   }
-  if (cmd == "add") {
-    for (const auto& a : args) {
-      if (a == "--") break;
-      if (isOurs(a)) return cmdAdd(g, args);
-    }
-    return -1;
-  }
-  if (cmd == "set" && !args.empty()) {
-    for (const auto& a : args)
-      if (a == "--workers" || a.rfind("--workers=", 0) == 0 || a == "--queue-depth" ||
-          a.rfind("--queue-depth=", 0) == 0)
-        return cmdSet(g, args);
-    if (isNbdName(args[0])) {
-      std::fputs(
-          "cxiosync-loop: set: an nbd device has no loop settings (only --workers, "
-          "which needs a reconnect)\n",
-          stderr);
-      return 2;
-    }
-    return -1;
-  }
-  if ((cmd == "show" || cmd == "detach") && !args.empty() && isNbdName(args[0])) {
-    NbdManagerOptions no;
-    no.runDir = g.mo.runDir;
-    no.sysRoot = g.mo.sysRoot;
-    no.devRoot = g.mo.devRoot;
-    NbdManager m(no);
+  if ((cmd == "show" || cmd == "detach") && isNbdName(args.dev)) {
+    NbdManager m(nbdOptions(g));
     if (cmd == "show") {
-      auto d = m.show(args[0]);
+      auto d = m.show(args.dev);
       if (!d) return fail(d.error());
       emitOne(g, *d);
       return 0;
     }
-    bool force = args.size() > 1 && args[1] == "--force";
-    auto r = m.detach(args[0], g.uid, force);
+    auto r = m.detach(args.dev, g.uid, args.force);
     if (!r) return fail(r.error());
     if (g.json) {
       JsonWriter w;

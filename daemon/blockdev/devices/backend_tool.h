@@ -9,6 +9,7 @@
 //   backends                 which backends this kernel offers (loop, nbd, ublk)
 // and the WORKERS/BACKEND/QDEPTH parts of list/show.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,13 +26,55 @@ struct BlockToolGlobal {
 
 // Prints "cxiosync-loop: MESSAGE" to stderr; exit status 4 for EPERM/EACCES, else 1.
 int loopToolFail(const Error& e);
-// A size option's value (policy parseSize: "4096", "1M", "1.5G", "512 KiB"); exits 2 with
-// the parser's message when it is not one.
-uint64_t loopToolSize(const std::string& opt, const std::string& v);
+// A bad command line: "cxiosync-loop: [COMMAND: ]MESSAGE" (one line), exit status 2.
+inline constexpr int kLoopToolUsage = 2;
+int loopToolUsage(const std::string& command, const Error& e);
 
-// -1: not a backend command (tool_main goes on), else the exit status.
-int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
-                     const std::vector<std::string>& args);
+// `add`'s command line: one parser for both halves of the tool (the kernel loop through
+// LoopManager; any backend through BlockDevices when a backend option is given).
+struct AddArgs {
+  std::string file;
+  BlockSetupOptions setup;           // setup.loop: the loop device's options
+  bool fdReadOnly = false;           // test aid: open FILE read-only without --read-only
+  bool backendOptions = false;       // --backend, --workers, --queue-depth, --nbd-timeout
+  std::vector<std::string> command;  // after "--": runs while the tool holds the device
+};
+// sysRoot: the running kernel's hw_queue_depth bounds --queue-depth.
+Result<AddArgs> parseAddArgs(const std::vector<std::string>& args, const std::string& sysRoot);
+// FILE opened the way losetup does: read-write unless asked otherwise, read-only when the
+// file or filesystem does not allow writing. Errors carry errno and "FILE: strerror".
+Result<UniqueFd> openBackingFile(const AddArgs& a);
+// add with a backend option: BlockDevices chooses and sets up; prints the device.
+int blockToolAdd(const BlockToolGlobal& g, const AddArgs& a, int backingFd);
+
+// `set DEV ...`: loop settings (direct I/O, block size, capacity, autoclear) or, alone, the
+// backend settings (workers, queue depth).
+struct SetArgs {
+  std::string dev;
+  bool force = false;
+  bool capacity = false;
+  std::optional<bool> directIo, autoclear;
+  std::optional<uint32_t> blockSize;
+  std::optional<int> workers;
+  std::optional<uint32_t> queueDepth;
+  bool backendSettings() const { return workers || queueDepth; }
+  bool loopSettings() const { return capacity || directIo || autoclear || blockSize; }
+};
+Result<SetArgs> parseSetArgs(const std::vector<std::string>& args, const std::string& sysRoot);
+int blockToolSet(const BlockToolGlobal& g, const SetArgs& a);
+
+// The other commands' arguments: show DEV, detach DEV [--force], list [--all],
+// backends, reconcile.
+struct DeviceArgs {
+  std::string dev;
+  bool force = false;
+  bool all = false;
+};
+Result<DeviceArgs> parseDeviceArgs(const std::string& cmd, const std::vector<std::string>& args);
+
+// backends, and show/detach of an nbd device: -1 when `cmd` is not one (tool_main goes
+// on), else the exit status.
+int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd, const DeviceArgs& a);
 
 // For list/show of any device (JSON fields "backend", "workers", "queue-depth",
 // "in-flight-max", nbd: "server-pid", "server-alive", "connections", "note").

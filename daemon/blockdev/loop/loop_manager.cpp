@@ -207,15 +207,11 @@ void LoopManager::teardown(int index, UniqueFd devFd) {
   waitUnbound(index);
 }
 
-Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& requested,
-                                           uint32_t callerUid) {
-  if (auto v = validateLoopOptions(requested); !v) return v.error();
-  LoopOptions o = requested;
-  LoopSetupResult res;
+namespace {
 
-  auto bi = kernel_->inspectBacking(backingFd);
-  if (!bi) return bi.error();
-  const BackingInfo& b = *bi;
+// What the backing file allows: readable, a file or a block device, the offset inside it.
+// A read-only fd makes a read-only device (noted).
+Status checkBacking(const BackingInfo& b, LoopOptions& o, LoopSetupResult& res) {
   if (b.accessMode == O_WRONLY)
     return makeError("the backing file descriptor is write-only; it must be open for reading",
                      EBADF);
@@ -230,163 +226,67 @@ Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& req
     return makeError("offset " + std::to_string(o.offset) + " is at or beyond the end of the " +
                          "backing file (" + std::to_string(b.size) + " bytes)",
                      EINVAL);
+  return Ok{};
+}
 
-  BlockSizeChoice bs = chooseBlockSize(o, b);
+// Whether to ask for direct I/O: not when a refusal is foreseeable (an error with
+// direct-io=on; with auto a note, and the block size goes back to the default).
+Result<bool> planDirectIo(const BackingInfo& b, const LoopOptions& o, BlockSizeChoice& bs,
+                          LoopSetupResult& res) {
   res.directIoRequested = o.directIo != DirectIoMode::Off;
-  bool wantDio = res.directIoRequested;
-  if (wantDio) {
-    std::string why = predictDirectIoRefusal(b, o.offset, bs.size);
-    if (!why.empty()) {
-      if (o.directIo == DirectIoMode::On)
-        return makeError("direct I/O is not possible: " + why, EINVAL);
-      res.directIoNote = why;
-      wantDio = false;
-      if (bs.source != BlockSizeSource::Caller) bs = {0, BlockSizeSource::Default};
-    }
-  }
+  if (!res.directIoRequested) return false;
+  std::string why = predictDirectIoRefusal(b, o.offset, bs.size);
+  if (why.empty()) return true;
+  if (o.directIo == DirectIoMode::On)
+    return makeError("direct I/O is not possible: " + why, EINVAL);
+  res.directIoNote = why;
+  if (bs.source != BlockSizeSource::Caller) bs = {0, BlockSizeSource::Default};
+  return false;
+}
 
+loop_config makeConfig(int backingFd, const BackingInfo& b, const LoopOptions& o,
+                       uint32_t blockSize, bool wantDio) {
   loop_config cfg;
   std::memset(&cfg, 0, sizeof cfg);
   cfg.fd = static_cast<uint32_t>(backingFd);
-  cfg.block_size = bs.size;
+  cfg.block_size = blockSize;
   cfg.info.lo_offset = o.offset;
   cfg.info.lo_sizelimit = o.sizeLimit;
   cfg.info.lo_flags = (o.readOnly ? LO_FLAGS_READ_ONLY : 0) |
                       (o.autoclear ? LO_FLAGS_AUTOCLEAR : 0) |
                       (o.partscan ? LO_FLAGS_PARTSCAN : 0) | (wantDio ? LO_FLAGS_DIRECT_IO : 0);
   std::strncpy(reinterpret_cast<char*>(cfg.info.lo_file_name), b.path.c_str(), LO_NAME_SIZE - 1);
+  return cfg;
+}
 
-  int index = -1;
-  UniqueFd dev;
-  Error last = makeError("no attempt made", EAGAIN);
-  bool bound = false;
-  for (int attempt = 1; attempt <= opts_.maxAttempts && !bound; ++attempt) {
-    res.attempts = attempt;
-    if (attempt > 1) kernel_->sleepFor(opts_.retryDelay);
-    auto free = kernel_->getFree();
-    if (!free) {
-      last = free.error();
-      if (retryable(last.code)) continue;
-      return prefixed("no free loop device: ", last);
-    }
-    index = *free;
-    auto fd = kernel_->openDevice(index, !o.readOnly, true);
-    if (!fd) {
-      last = fd.error();
-      // Removed (LOOP_CTL_REMOVE) between GET_FREE and open: take another.
-      if (retryable(last.code) || last.code == ENXIO || last.code == ENODEV) continue;
-      return last;
-    }
-    dev = std::move(*fd);
+}  // namespace
 
-    if (!noLoopConfigure_) {
-      auto c = kernel_->configure(dev.get(), cfg);
-      if (c) {
-        bound = true;
-        res.usedLoopConfigure = true;
-        break;
-      }
-      last = c.error();
-      // EBUSY: another process bound this device between GET_FREE and CONFIGURE. It is
-      // theirs now: never clear it; take another.
-      if (retryable(last.code)) continue;
-      if (last.code == ENOTTY)
-        noLoopConfigure_ = true;  // kernel before 5.8
-      else if (last.code != EINVAL)
-        return last;  // configure is atomic: nothing to undo
-      // ENOTTY/EINVAL: the old two-step way on the same device.
-    }
-    res.usedLoopConfigure = false;
-    auto s = kernel_->setFd(dev.get(), backingFd);
-    if (!s) {
-      last = s.error();
-      if (retryable(last.code)) continue;  // not ours: never clear
-      return last;
-    }
-    // From here the device is ours: undo on failure.
-    loop_info64 info = cfg.info;
-    info.lo_flags &= ~static_cast<uint32_t>(LO_FLAGS_DIRECT_IO | LO_FLAGS_READ_ONLY);
-    if (auto st = kernel_->setStatus(dev.get(), info); !st) {
-      teardown(index, std::move(dev));
-      return st.error();
-    }
-    if (bs.size != 0) {
-      if (auto st = kernel_->setBlockSize(dev.get(), bs.size); !st) {
-        teardown(index, std::move(dev));
-        return st.error();
-      }
-    }
-    if (wantDio) (void)kernel_->setDirectIo(dev.get(), true);  // judged by the read-back below
-    bound = true;
-  }
-  if (!bound)
-    return makeError(
-        "could not set up a loop device after " + std::to_string(res.attempts) +
-            " attempts (other loop users kept taking the free device): " + last.message,
-        last.code);
+Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& requested,
+                                           uint32_t callerUid) {
+  if (auto v = validateLoopOptions(requested); !v) return v.error();
+  LoopOptions o = requested;
+  LoopSetupResult res;
 
-  auto st = kernel_->sysfs().read(index);
-  if (!st) {
-    teardown(index, std::move(dev));
-    return prefixed("reading back the new device: ", st.error());
-  }
-  if (!st->bound) {
-    return makeError("loop" + std::to_string(index) + " lost its backing file right after " +
-                         "setup (autoclear with no opener?)",
-                     EIO);
-  }
-  if (o.readOnly && !st->readOnly) {
-    teardown(index, std::move(dev));
-    return makeError("the kernel did not make the device read-only", EIO);
-  }
+  auto bi = kernel_->inspectBacking(backingFd);
+  if (!bi) return bi.error();
+  const BackingInfo& b = *bi;
+  if (auto c = checkBacking(b, o, res); !c) return c.error();
+  BlockSizeChoice bs = chooseBlockSize(o, b);
+  auto wantDio = planDirectIo(b, o, bs, res);
+  if (!wantDio) return wantDio.error();
 
-  if (wantDio && !st->directIo) {
-    // The block size was ours to choose and nothing told us the alignment: try the largest
-    // common logical block size once (512-byte guesses fail on 4Kn backing disks).
-    if (bs.source != BlockSizeSource::Caller && !b.dioAlignKnown && st->logicalBlockSize < 4096) {
-      const uint32_t before = st->logicalBlockSize;
-      if (kernel_->setBlockSize(dev.get(), 4096) && kernel_->setDirectIo(dev.get(), true)) {
-        if (auto again = kernel_->sysfs().read(index); again && again->directIo) {
-          st = std::move(again);
-          bs = {4096, BlockSizeSource::Probe};
-        }
-      }
-      if (!st->directIo && before != 0) (void)kernel_->setBlockSize(dev.get(), before);
-    }
-    if (!st->directIo) {
-      const std::string why = explainRefusal(b, o, bs.size);
-      if (o.directIo == DirectIoMode::On) {
-        teardown(index, std::move(dev));
-        return makeError("direct I/O refused: " + why, EINVAL);
-      }
-      res.directIoNote = why;
-    }
+  auto bound = bindFree(makeConfig(backingFd, b, o, bs.size, *wantDio), o, res);
+  if (!bound) return bound.error();
+  Bound& d = *bound;
+  auto st = readBack(d, o);
+  if (!st) return st.error();
+  if (*wantDio && !st->directIo) {
+    if (auto s = settleDirectIo(d, b, o, bs, *st, res); !s) return s.error();
   }
-  {
-    // nr_requests survives a detach: without an explicit depth, restore the module default
-    // (hw_queue_depth) so an earlier user's setting does not leak into this device.
-    const uint32_t hw = loopHwQueueDepth(kernel_->sysfs().root());
-    const uint32_t want = o.queueDepth ? o.queueDepth : hw;
-    if (want != 0 && st->requestDepth != want) {
-      Status q = o.queueDepth ? validateQueueDepth(o.queueDepth, hw) : Status(Ok{});
-      if (q) q = writeQueueDepth(kernel_->sysfs().root(), "loop" + std::to_string(index), want);
-      auto back = kernel_->sysfs().read(index);
-      if (q && (!back || back->requestDepth != want))
-        q = makeError("queue depth reads back as " + std::to_string(back ? back->requestDepth : 0),
-                      EIO);
-      if (!q && o.queueDepth) {
-        teardown(index, std::move(dev));
-        return prefixed("queue depth " + std::to_string(o.queueDepth) + " not applied: ",
-                        q.error());
-      }
-      if (!q)
-        res.notes.push_back("could not restore the default queue depth: " + q.error().message);
-    }
-  }
-  if (auto again = kernel_->sysfs().read(index)) st = std::move(again);
+  if (auto q = applyQueueDepth(d, o, *st, res); !q) return q.error();
 
   LoopRecord rec;
-  rec.index = index;
+  rec.index = d.index;
   rec.uid = callerUid;
   rec.createdUnix = opts_.now();
   rec.backingFsDevice = b.fsDevice;
@@ -396,6 +296,158 @@ Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& req
   rec.directIoNote = res.directIoNote;
   rec.blockSizeChosen = bs.size;
   rec.blockSizeSource = bs.source;
+  if (auto r = recordOwner(d, rec); !r) return r.error();
+
+  auto shown = info(d.index, {rec});
+  if (!shown) return shown.error();
+  res.device = std::move(*shown);
+  res.directIoEffective = res.device.kernel.directIo;
+  res.blockSize = res.device.kernel.logicalBlockSize;
+  res.blockSizeSource = bs.source;
+  res.deviceFd = std::move(d.dev);
+  return res;
+}
+
+Result<LoopManager::Bound> LoopManager::bindFree(const loop_config& cfg, const LoopOptions& o,
+                                                 LoopSetupResult& res) {
+  Error last = makeError("no attempt made", EAGAIN);
+  for (int attempt = 1; attempt <= opts_.maxAttempts; ++attempt) {
+    res.attempts = attempt;
+    if (attempt > 1) kernel_->sleepFor(opts_.retryDelay);
+    auto free = kernel_->getFree();
+    if (!free) {
+      last = free.error();
+      if (retryable(last.code)) continue;
+      return prefixed("no free loop device: ", last);
+    }
+    auto fd = kernel_->openDevice(*free, !o.readOnly, true);
+    if (!fd) {
+      last = fd.error();
+      // Removed (LOOP_CTL_REMOVE) between GET_FREE and open: take another.
+      if (retryable(last.code) || last.code == ENXIO || last.code == ENODEV) continue;
+      return last;
+    }
+    Bound d{*free, std::move(*fd)};
+    auto bound = bind(d, cfg, res, last);
+    if (!bound) return bound.error();
+    if (*bound) return d;
+  }
+  return makeError("could not set up a loop device after " + std::to_string(res.attempts) +
+                       " attempts (other loop users kept taking the free device): " + last.message,
+                   last.code);
+}
+
+Result<bool> LoopManager::bind(Bound& d, const loop_config& cfg, LoopSetupResult& res,
+                               Error& last) {
+  if (!noLoopConfigure_) {
+    auto c = kernel_->configure(d.dev.get(), cfg);
+    if (c) {
+      res.usedLoopConfigure = true;
+      return true;
+    }
+    last = c.error();
+    // EBUSY: another process bound this device between GET_FREE and CONFIGURE. It is
+    // theirs now: never clear it; take another.
+    if (retryable(last.code)) return false;
+    if (last.code == ENOTTY)
+      noLoopConfigure_ = true;  // kernel before 5.8
+    else if (last.code != EINVAL)
+      return last;  // configure is atomic: nothing to undo
+    // ENOTTY/EINVAL: the old two-step way on the same device.
+  }
+  res.usedLoopConfigure = false;
+  auto s = kernel_->setFd(d.dev.get(), static_cast<int>(cfg.fd));
+  if (!s) {
+    last = s.error();
+    if (retryable(last.code)) return false;  // not ours: never clear
+    return last;
+  }
+  // From here the device is ours: undo on failure.
+  loop_info64 info = cfg.info;
+  info.lo_flags &= ~static_cast<uint32_t>(LO_FLAGS_DIRECT_IO | LO_FLAGS_READ_ONLY);
+  if (auto st = kernel_->setStatus(d.dev.get(), info); !st) {
+    teardown(d.index, std::move(d.dev));
+    return st.error();
+  }
+  if (cfg.block_size != 0) {
+    if (auto st = kernel_->setBlockSize(d.dev.get(), cfg.block_size); !st) {
+      teardown(d.index, std::move(d.dev));
+      return st.error();
+    }
+  }
+  const bool wantDio = (cfg.info.lo_flags & LO_FLAGS_DIRECT_IO) != 0;
+  if (wantDio) (void)kernel_->setDirectIo(d.dev.get(), true);  // judged by the read-back
+  return true;
+}
+
+Result<LoopKernelState> LoopManager::readBack(Bound& d, const LoopOptions& o) {
+  auto st = kernel_->sysfs().read(d.index);
+  if (!st) {
+    teardown(d.index, std::move(d.dev));
+    return prefixed("reading back the new device: ", st.error());
+  }
+  if (!st->bound) {
+    return makeError("loop" + std::to_string(d.index) + " lost its backing file right after " +
+                         "setup (autoclear with no opener?)",
+                     EIO);
+  }
+  if (o.readOnly && !st->readOnly) {
+    teardown(d.index, std::move(d.dev));
+    return makeError("the kernel did not make the device read-only", EIO);
+  }
+  return st;
+}
+
+Status LoopManager::settleDirectIo(Bound& d, const BackingInfo& b, const LoopOptions& o,
+                                   BlockSizeChoice& bs, LoopKernelState& st, LoopSetupResult& res) {
+  // The block size was ours to choose and nothing told us the alignment: try the largest
+  // common logical block size once (512-byte guesses fail on 4Kn backing disks).
+  if (bs.source != BlockSizeSource::Caller && !b.dioAlignKnown && st.logicalBlockSize < 4096) {
+    const uint32_t before = st.logicalBlockSize;
+    if (kernel_->setBlockSize(d.dev.get(), 4096) && kernel_->setDirectIo(d.dev.get(), true)) {
+      if (auto again = kernel_->sysfs().read(d.index); again && again->directIo) {
+        st = std::move(*again);
+        bs = {4096, BlockSizeSource::Probe};
+      }
+    }
+    if (!st.directIo && before != 0) (void)kernel_->setBlockSize(d.dev.get(), before);
+  }
+  if (!st.directIo) {
+    const std::string why = explainRefusal(b, o, bs.size);
+    if (o.directIo == DirectIoMode::On) {
+      teardown(d.index, std::move(d.dev));
+      return makeError("direct I/O refused: " + why, EINVAL);
+    }
+    res.directIoNote = why;
+  }
+  return Ok{};
+}
+
+Status LoopManager::applyQueueDepth(Bound& d, const LoopOptions& o, LoopKernelState& st,
+                                    LoopSetupResult& res) {
+  // nr_requests survives a detach: without an explicit depth, restore the module default
+  // (hw_queue_depth) so an earlier user's setting does not leak into this device.
+  const uint32_t hw = loopHwQueueDepth(kernel_->sysfs().root());
+  const uint32_t want = o.queueDepth ? o.queueDepth : hw;
+  if (want != 0 && st.requestDepth != want) {
+    Status q = o.queueDepth ? validateQueueDepth(o.queueDepth, hw) : Status(Ok{});
+    if (q) q = writeQueueDepth(kernel_->sysfs().root(), "loop" + std::to_string(d.index), want);
+    auto back = kernel_->sysfs().read(d.index);
+    if (q && (!back || back->requestDepth != want))
+      q = makeError("queue depth reads back as " + std::to_string(back ? back->requestDepth : 0),
+                    EIO);
+    if (!q && o.queueDepth) {
+      teardown(d.index, std::move(d.dev));
+      return prefixed("queue depth " + std::to_string(o.queueDepth) + " not applied: ", q.error());
+    }
+    if (!q) res.notes.push_back("could not restore the default queue depth: " + q.error().message);
+  }
+  if (auto again = kernel_->sysfs().read(d.index)) st = std::move(*again);
+  return Ok{};
+}
+
+Status LoopManager::recordOwner(Bound& d, const LoopRecord& rec) {
+  const int index = d.index;
   if (auto s = updateRecords([&](std::vector<LoopRecord>& recs) {
         recs.erase(std::remove_if(recs.begin(), recs.end(),
                                   [&](const LoopRecord& r) { return r.index == index; }),
@@ -406,18 +458,10 @@ Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& req
       });
       !s) {
     // No record, no device: an unrecorded device would look foreign and be stuck.
-    teardown(index, std::move(dev));
+    teardown(index, std::move(d.dev));
     return prefixed("recording ownership failed (device removed again): ", s.error());
   }
-
-  auto d = info(index, {rec});
-  if (!d) return d.error();
-  res.device = std::move(*d);
-  res.directIoEffective = res.device.kernel.directIo;
-  res.blockSize = res.device.kernel.logicalBlockSize;
-  res.blockSizeSource = bs.source;
-  res.deviceFd = std::move(dev);
-  return res;
+  return Ok{};
 }
 
 Result<LoopManager::Target> LoopManager::mutable_(std::string_view dev, uint32_t callerUid,

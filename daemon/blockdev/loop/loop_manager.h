@@ -128,6 +128,24 @@ class LoopManager {
   bool waitUnbound(int index);
   std::string explainRefusal(const BackingInfo& b, const LoopOptions& o, uint32_t blockSize);
 
+  // setup()'s steps after the checks, in order. Every step that fails once the device is
+  // ours tears it down (teardown) before returning the error.
+  struct Bound {
+    int index = -1;
+    UniqueFd dev;
+  };
+  // GET_FREE, open, bind; another round when another loop user takes the device first.
+  Result<Bound> bindFree(const loop_config& cfg, const LoopOptions& o, LoopSetupResult& res);
+  // LOOP_CONFIGURE, or (pre-5.8, or EINVAL) LOOP_SET_FD + LOOP_SET_STATUS64. false: lost
+  // the device to a race (`last` says how), take another.
+  Result<bool> bind(Bound& d, const loop_config& cfg, LoopSetupResult& res, Error& last);
+  Result<LoopKernelState> readBack(Bound& d, const LoopOptions& o);
+  // Direct I/O asked for but off after setup: a 4096-byte block size once, else the reason.
+  Status settleDirectIo(Bound& d, const BackingInfo& b, const LoopOptions& o, BlockSizeChoice& bs,
+                        LoopKernelState& st, LoopSetupResult& res);
+  Status applyQueueDepth(Bound& d, const LoopOptions& o, LoopKernelState& st, LoopSetupResult& res);
+  Status recordOwner(Bound& d, const LoopRecord& rec);
+
   std::unique_ptr<LoopKernel> kernel_;
   LoopManagerOptions opts_;
   LoopStateStore store_;

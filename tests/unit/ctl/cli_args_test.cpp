@@ -54,6 +54,20 @@ TEST(CliArgs, Errors) {
   EXPECT_FALSE(parse({"reset", "/a", "--runtime"}));
 }
 
+TEST(CliArgs, MessagesNameTheOption) {
+  auto msg = [](std::vector<std::string> args) {
+    auto r = parseArgs(args);
+    return r ? std::string("accepted") : r.error().message;
+  };
+  EXPECT_EQ(msg({"--wat"}), "unknown option '--wat' (see --help)");
+  EXPECT_EQ(msg({"--no"}), "unknown option '--no' (see --help)") << "no abbreviations";
+  EXPECT_EQ(msg({"list", "--bus"}), "option --bus needs a value (see --help)");
+  EXPECT_EQ(msg({"list", "--quiet=1"}), "option --quiet takes no value (see --help)");
+  EXPECT_EQ(msg({"list", "--json=yaml"}), "--json takes pretty, short or off, not 'yaml'");
+  auto q = parse({"-q", "list", "--json", "short"});
+  EXPECT_FALSE(q) << "--json takes its value only as --json=short";
+}
+
 TEST(CliArgs, DoubleDashEndsOptions) {
   auto inv = parse({"show", "--", "-weird"});
   ASSERT_TRUE(inv);

@@ -58,6 +58,26 @@ TEST(OptionsTest, BadFlagsAreClearErrors) {
   EXPECT_NE(det.error().message.find("ebpf"), std::string::npos);
 }
 
+// getopt_long underneath: one-line messages that name the option and the value.
+TEST(OptionsTest, MessagesNameOptionAndValue) {
+  auto msg = [](std::vector<std::string> args) {
+    auto o = parseOptions(args);
+    return o ? std::string("accepted") : o.error().message;
+  };
+  EXPECT_EQ(msg({"--config"}), "option --config needs a value (see --help)");
+  EXPECT_EQ(msg({"--dry-run=yes"}), "option --dry-run takes no value (see --help)");
+  EXPECT_EQ(msg({"--fore"}), "unknown option '--fore' (see --help)") << "no abbreviations";
+  EXPECT_EQ(msg({"-x"}), "unknown option '-x' (see --help)");
+  EXPECT_EQ(msg({"--", "stray"}), "unexpected argument 'stray' (see --help)");
+  EXPECT_EQ(msg({"--detector", "ebpf"}).rfind("--detector: ", 0), 0u)
+      << msg({"--detector", "ebpf"});
+  EXPECT_EQ(msg({"--bus=elsewhere"}).rfind("--bus: 'elsewhere'", 0), 0u);
+  EXPECT_EQ(msg({"--log-level", "loud"}).rfind("--log-level: 'loud'", 0), 0u);
+  EXPECT_EQ(msg({"--assume-shutdown=maybe"}), "--assume-shutdown: 'maybe' is not yes or no");
+  EXPECT_EQ(parseOptions({"--assume-shutdown", "no"})->assumeShutdown, ShutdownOverride::No);
+  EXPECT_EQ(parseOptions({"--bus", "unix:path=/x"})->bus, "unix:path=/x");
+}
+
 TEST(OptionsTest, UnitDropInSource) {
   EXPECT_EQ(parseOptions({})->unitDropIns, UnitDropInMode::Auto);
   auto o = parseOptions({"--unit-dropins=files", "--unit-root", "/tmp/units"});
