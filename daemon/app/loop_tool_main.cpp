@@ -174,7 +174,7 @@ void printTable(const std::vector<LoopDeviceInfo>& devs) {
 void printShow(const LoopDeviceInfo& d) {
   const auto& k = d.kernel;
   std::printf("%s (%s)\n", d.path.c_str(), k.devnum.str().c_str());
-  std::printf("  backing file:   %s\n", k.backingFile.c_str());
+  std::printf("  backing file:   %s\n", Cell::bytes(k.backingFile).human().c_str());
   std::printf("  backing device: %s (whole disk %s)\n",
               d.backingDevice ? d.backingDevice->str().c_str() : "none",
               d.backingDisk ? d.backingDisk->str().c_str() : "none");

@@ -291,7 +291,7 @@ void printBlockShow(const BlockDeviceInfo& d) {
   std::printf("%s\n", d.path.c_str());
   std::printf("  backend %s, workers %d, queue depth %u, up to %d backing I/Os in flight\n",
               d.backend.c_str(), d.workers, d.queueDepth, d.inFlightMax);
-  std::printf("  backing file:   %s\n", d.backingFile.c_str());
+  std::printf("  backing file:   %s\n", Cell::bytes(d.backingFile).human().c_str());
   std::printf("  size %llu bytes, read-only %s, direct I/O %s\n",
               static_cast<unsigned long long>(d.sizeBytes), d.readOnly ? "yes" : "no",
               d.directIo ? "on" : "off");
