@@ -30,8 +30,14 @@ class Json {
   static Json array() { return Json(output::Json::array()); }
   static Json object() { return Json(output::Json::object()); }
 
-  Json& push(Json value);                  // arrays only
-  Json& set(std::string key, Json value);  // objects only; replaces an existing key
+  Json& push(Json value) {  // arrays only
+    v_.push_back(std::move(value.v_));
+    return *this;
+  }
+  Json& set(std::string key, Json value) {  // objects only; replaces an existing key
+    v_[std::move(key)] = std::move(value.v_);
+    return *this;
+  }
   bool isNull() const { return v_.is_null(); }
   const output::Json& value() const { return v_; }
 
