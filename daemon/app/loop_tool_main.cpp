@@ -33,9 +33,12 @@
 #include "daemon/blockdev/devices/backend_tool.h"
 #include "daemon/blockdev/loop/loop_manager.h"
 #include "policy/cli/command_line.h"
-#include "policy/json_writer.h"
+#include "policy/output/table.h"
 
 using namespace cxiosync;
+using output::Cell;
+using output::Column;
+using output::Table;
 
 namespace {
 
@@ -80,80 +83,90 @@ std::string owner(const LoopDeviceInfo& d) {
   return g.empty() ? "foreign" : "foreign:" + g;
 }
 
-void writeInfo(JsonWriter& w, const LoopDeviceInfo& d) {
+// What was asked at setup (the record), as the "requested" object.
+Cell requested(const LoopDeviceInfo& d) {
+  if (!d.record) return Cell::absent();
+  const auto& o = d.record->options;
+  return Cell::nested(Table::record({{"read-only", Cell::boolean(o.readOnly)},
+                                     {"offset", Cell::uinteger(o.offset)},
+                                     {"size-limit", Cell::uinteger(o.sizeLimit)},
+                                     {"autoclear", Cell::boolean(o.autoclear)},
+                                     {"partscan", Cell::boolean(o.partscan)},
+                                     {"block-size", Cell::uinteger(o.blockSize)},
+                                     {"direct-io", Cell::text(directIoModeName(o.directIo))}}),
+                      Cell::Nest::Object);
+}
+
+std::vector<Cell> loopRow(const LoopDeviceInfo& d) {
   const auto& k = d.kernel;
-  w.beginObject();
-  w.key("name").value(d.path);
-  w.key("back-file").value(k.backingFile);
-  w.key("offset").value(k.offset);
-  w.key("sizelimit").value(k.sizeLimit);
-  w.key("size").value(k.sizeBytes);
-  w.key("ro").value(k.readOnly);
-  w.key("autoclear").value(k.autoclear);
-  w.key("partscan").value(k.partscan);
-  w.key("dio").value(k.directIo);
-  w.key("log-sec").value(k.logicalBlockSize);
-  w.key("nr-requests").value(k.requestDepth);
-  w.key("maj:min").value(k.devnum.str());
-  w.key("backing-dev");
-  if (d.backingDevice)
-    w.value(d.backingDevice->str());
-  else
-    w.null();
-  w.key("backing-disk");
-  if (d.backingDisk)
-    w.value(d.backingDisk->str());
-  else
-    w.null();
-  w.key("backing-inode");
-  if (k.backingInode)
-    w.value(*k.backingInode);
-  else
-    w.null();
-  {
-    BlockDeviceInfo b = KernelLoopBackend::toInfo(d);
-    writeBlockInfoFields(w, b);
+  auto flag = [](bool b) { return Cell::boolean(b, "1", "0"); };
+  auto devOrNull = [](const auto& dev) { return dev ? Cell::text(dev->str()) : Cell::null(); };
+  std::string dio = k.directIo ? "1" : "0";
+  if (d.record && !d.record->directIoNote.empty()) dio += "!";
+  const auto* r = d.record ? &*d.record : nullptr;
+  std::vector<Cell> row = {
+      Cell::text(d.path),
+      Cell::bytes(k.backingFile),
+      Cell::uinteger(k.offset),
+      Cell::uinteger(k.sizeLimit),
+      Cell::uinteger(k.sizeBytes),
+      flag(k.readOnly),
+      flag(k.autoclear),
+      flag(k.partscan),
+      flag(k.directIo).shown(dio),
+      Cell::uinteger(k.logicalBlockSize),
+      Cell::uinteger(k.requestDepth),
+      Cell::text(k.devnum.str()),
+      devOrNull(d.backingDevice).shown(d.backingDevice ? d.backingDevice->str() : "-"),
+      devOrNull(d.backingDisk),
+      k.backingInode ? Cell::uinteger(*k.backingInode) : Cell::null()};
+  for (auto& c : blockInfoCells(KernelLoopBackend::toInfo(d))) row.push_back(std::move(c));
+  std::vector<Cell> tail = {
+      Cell::boolean(d.foreign),
+      Cell::text(foreignOwnerName(d.foreignOwner)),
+      r ? Cell::uinteger(r->uid) : Cell::null(),
+      r ? Cell::integer(static_cast<int64_t>(r->createdUnix)) : Cell::absent(),
+      requested(d),
+      r ? Cell::text(blockSizeSourceName(r->blockSizeSource)) : Cell::absent(),
+      r ? Cell::text(r->directIoNote) : Cell::absent(),
+      Cell::text(owner(d))};
+  for (auto& c : tail) row.push_back(std::move(c));
+  return row;
+}
+
+// The loop devices' one table: the --json records (losetup's key names) and list's columns.
+Table loopTable(const std::vector<LoopDeviceInfo>& devs) {
+  std::vector<Column> cols = {{"name", "NAME"},
+                              {"back-file", "BACK-FILE"},
+                              {"offset", "OFFSET", true},
+                              {"sizelimit", "SIZELIMIT", true},
+                              {"size", ""},
+                              {"ro", "RO", true},
+                              {"autoclear", "AUTOCLEAR", true},
+                              {"partscan", ""},
+                              {"dio", "DIO", true},
+                              {"log-sec", "LOG-SEC", true},
+                              {"nr-requests", "QDEPTH", true},
+                              {"maj:min", "MAJ:MIN"},
+                              {"backing-dev", "BACK-DEV"},
+                              {"backing-disk", ""},
+                              {"backing-inode", ""}};
+  const size_t block = cols.size();
+  for (auto& c : blockInfoColumns()) cols.push_back(std::move(c));
+  const size_t tail = cols.size();
+  for (const char* key : {"foreign", "foreign-owner", "setup-by-uid", "created", "requested",
+                          "block-size-source", "direct-io-note"}) {
+    cols.push_back({key, ""});
   }
-  w.key("foreign").value(d.foreign);
-  w.key("foreign-owner").value(foreignOwnerName(d.foreignOwner));
-  w.key("setup-by-uid");
-  if (d.record)
-    w.value(d.record->uid);
-  else
-    w.null();
-  if (d.record) {
-    const auto& r = *d.record;
-    w.key("created").value(r.createdUnix);
-    w.key("requested").beginObject();
-    w.key("read-only").value(r.options.readOnly);
-    w.key("offset").value(r.options.offset);
-    w.key("size-limit").value(r.options.sizeLimit);
-    w.key("autoclear").value(r.options.autoclear);
-    w.key("partscan").value(r.options.partscan);
-    w.key("block-size").value(r.options.blockSize);
-    w.key("direct-io").value(directIoModeName(r.options.directIo));
-    w.endObject();
-    w.key("block-size-source").value(blockSizeSourceName(r.blockSizeSource));
-    w.key("direct-io-note").value(r.directIoNote);
-  }
-  w.endObject();
+  cols.push_back({"", "OWNER"});
+  Table t(std::move(cols));
+  t.display({0, 11, 12, 2, 3, 5, 6, 8, 9, block, block + 1, 10, tail + 7, 1});
+  for (const auto& d : devs) t.addRow(loopRow(d));
+  return t;
 }
 
 void printTable(const std::vector<LoopDeviceInfo>& devs) {
-  std::printf("%-12s %-9s %-9s %-10s %-10s %2s %9s %3s %7s %-7s %7s %6s %s\n", "NAME", "MAJ:MIN",
-              "BACK-DEV", "OFFSET", "SIZELIMIT", "RO", "AUTOCLEAR", "DIO", "LOG-SEC", "BACKEND",
-              "WORKERS", "QDEPTH", "OWNER  BACK-FILE");
-  for (const auto& d : devs) {
-    const auto& k = d.kernel;
-    std::string dio = k.directIo ? "1" : "0";
-    if (d.record && !d.record->directIoNote.empty()) dio += "!";
-    std::printf(
-        "%-12s %-9s %-9s %-10llu %-10llu %2d %9d %3s %7u %-7s %7d %6u %s  %s\n", d.path.c_str(),
-        k.devnum.str().c_str(), d.backingDevice ? d.backingDevice->str().c_str() : "-",
-        static_cast<unsigned long long>(k.offset), static_cast<unsigned long long>(k.sizeLimit),
-        k.readOnly ? 1 : 0, k.autoclear ? 1 : 0, dio.c_str(), k.logicalBlockSize, d.backend.c_str(),
-        1, k.requestDepth, owner(d).c_str(), k.backingFile.c_str());
-  }
+  std::fputs(loopTable(devs).render(true, false).c_str(), stdout);
   for (const auto& d : devs)
     if (d.record && !d.record->directIoNote.empty())
       std::printf("%s: direct I/O off: %s\n", d.name.c_str(), d.record->directIoNote.c_str());
@@ -162,7 +175,7 @@ void printTable(const std::vector<LoopDeviceInfo>& devs) {
 void printShow(const LoopDeviceInfo& d) {
   const auto& k = d.kernel;
   std::printf("%s (%s)\n", d.path.c_str(), k.devnum.str().c_str());
-  std::printf("  backing file:   %s\n", k.backingFile.c_str());
+  std::printf("  backing file:   %s\n", Cell::bytes(k.backingFile).human().c_str());
   std::printf("  backing device: %s (whole disk %s)\n",
               d.backingDevice ? d.backingDevice->str().c_str() : "none",
               d.backingDisk ? d.backingDisk->str().c_str() : "none");
@@ -192,9 +205,7 @@ void printShow(const LoopDeviceInfo& d) {
 
 void emit(const Global& g, const LoopDeviceInfo& d) {
   if (g.json) {
-    JsonWriter w;
-    writeInfo(w, d);
-    std::cout << w.str() << "\n";
+    printJson(loopTable({d}).rowJson(0));
   } else {
     printShow(d);
   }
@@ -226,20 +237,19 @@ int runHolding(std::vector<std::string> cmd, const std::string& device) {
 
 void printAdded(const Global& g, const LoopSetupResult* r) {
   if (g.json) {
-    JsonWriter w;
-    w.beginObject().key("device");
-    writeInfo(w, r->device);
-    w.key("used-loop-configure").value(r->usedLoopConfigure);
-    w.key("attempts").value(r->attempts);
-    w.key("direct-io-requested").value(r->directIoRequested);
-    w.key("direct-io").value(r->directIoEffective);
-    w.key("direct-io-note").value(r->directIoNote);
-    w.key("block-size").value(r->blockSize);
-    w.key("block-size-source").value(blockSizeSourceName(r->blockSizeSource));
-    w.key("notes").beginArray();
-    for (const auto& n : r->notes) w.value(n);
-    w.endArray().endObject();
-    std::cout << w.str() << "\n";
+    std::vector<Cell> notes;
+    for (const auto& n : r->notes) notes.push_back(Cell::text(n));
+    printJson(
+        Table::record({{"device", Cell::nested(loopTable({r->device}), Cell::Nest::Object)},
+                       {"used-loop-configure", Cell::boolean(r->usedLoopConfigure)},
+                       {"attempts", Cell::integer(r->attempts)},
+                       {"direct-io-requested", Cell::boolean(r->directIoRequested)},
+                       {"direct-io", Cell::boolean(r->directIoEffective)},
+                       {"direct-io-note", Cell::text(r->directIoNote)},
+                       {"block-size", Cell::uinteger(r->blockSize)},
+                       {"block-size-source", Cell::text(blockSizeSourceName(r->blockSizeSource))},
+                       {"notes", Cell::list(std::move(notes))}})
+            .rowJson(0));
   } else {
     std::printf("%s\n", r->device.path.c_str());
     for (const auto& n : r->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
@@ -358,18 +368,13 @@ int cmdList(const Global& g, LoopManager& m, bool all) {
   BlockToolGlobal bg{g.json, g.mo, g.uid};
   const auto nbds = listNbdDevices(bg, all);
   if (g.json) {
-    JsonWriter w;
-    w.beginObject().key("loopdevices").beginArray();
-    for (const auto& d : *l) writeInfo(w, d);
-    w.endArray().key("nbddevices").beginArray();
-    for (const auto& d : nbds) writeBlockInfo(w, d);
-    w.endArray().endObject();
-    std::cout << w.str() << "\n";
+    printJson(Table::record({{"loopdevices", Cell::nested(loopTable(*l))},
+                             {"nbddevices", Cell::nested(blockInfoTable(nbds))}})
+                  .rowJson(0));
   } else {
     printTable(*l);
     if (!nbds.empty()) {
-      std::printf("\n%-12s %-7s %7s %6s %3s %2s %s\n", "NAME", "BACKEND", "WORKERS", "QDEPTH",
-                  "DIO", "RO", "OWNER  SERVER  BACK-FILE");
+      std::printf("\n");
       printBlockRows(nbds);
     }
   }
@@ -387,10 +392,11 @@ int cmdDetach(const Global& g, LoopManager& m, const DeviceArgs& a) {
   auto r = m.detach(a.dev, g.uid, a.force);
   if (!r) return fail(r.error());
   if (g.json) {
-    JsonWriter w;
-    w.beginObject().key("name").value(r->name).key("detached").value(r->detached);
-    w.key("lazy").value(r->lazy).key("note").value(r->note).endObject();
-    std::cout << w.str() << "\n";
+    printJson(Table::record({{"name", Cell::text(r->name)},
+                             {"detached", Cell::boolean(r->detached)},
+                             {"lazy", Cell::boolean(r->lazy)},
+                             {"note", Cell::text(r->note)}})
+                  .rowJson(0));
   } else {
     if (r->lazy)
       std::printf("%s\n", r->note.c_str());

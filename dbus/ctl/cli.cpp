@@ -61,6 +61,13 @@ Result<bool> parseOnOff(const std::string& v) {
   return invalid("'" + v + "' is not on or off");
 }
 
+using output::Cell;
+
+// The "unit" of a CG argument given as a unit name (null when it was a path).
+Cell unitCell(const ResolvedCgroup& cg, const std::string& arg) {
+  return cg.fromUnit ? Cell::text(arg) : Cell::null();
+}
+
 uint64_t nowRealtimeUsec() {
   struct timeval tv {};
   gettimeofday(&tv, nullptr);
@@ -184,7 +191,7 @@ int Runner::status() {
     auto& c = client();
     if (!c.daemonRunning()) {
       if (json()) {
-        printJson(Json::object().set("running", false));
+        printJson(recordJson({{"running", Cell::boolean(false)}}));
       } else {
         say("○ cxiosyncd is not running (bus: " + opt_.bus.describe() + ")");
       }
@@ -200,7 +207,7 @@ int Runner::status() {
   } catch (const dbus::ClientError& e) {
     if (e.daemonNotRunning()) {
       if (json()) {
-        printJson(Json::object().set("running", false));
+        printJson(recordJson({{"running", Cell::boolean(false)}}));
       } else {
         say("○ cxiosyncd is not running (bus: " + opt_.bus.describe() + ")");
       }
@@ -228,7 +235,7 @@ int Runner::show() {
   auto info = client().showCgroup(cg->path);
   if (json()) {
     Json j = cgroupJson(info);
-    j.set("unit", cg->fromUnit ? Json(inv_.args[0]) : Json());
+    j.set("unit", Json(unitCell(*cg, inv_.args[0]).json()));
     printJson(j);
   } else {
     std::string text = cgroupText(info, style());
@@ -270,14 +277,16 @@ int Runner::change() {
     client().resetPolicy(cg->path, req);
   }
   if (json()) {
-    Json j = Json::object();
-    j.set("cgroup", cg->path).set("unit", cg->fromUnit ? Json(inv_.args[0]) : Json());
+    std::vector<std::pair<std::string, Cell>> fields = {{"cgroup", Cell::text(cg->path)},
+                                                        {"unit", unitCell(*cg, inv_.args[0])}};
     if (knob.empty()) {
-      j.set("reset", true);
+      fields.emplace_back("reset", Cell::boolean(true));
     } else {
-      j.set("knob", knob).set("value", value).set("runtime", opt_.runtime);
+      fields.emplace_back("knob", Cell::text(knob));
+      fields.emplace_back("value", Cell::text(value));
+      fields.emplace_back("runtime", Cell::boolean(opt_.runtime));
     }
-    printJson(j);
+    printJson(recordJson(std::move(fields)));
   } else if (knob.empty()) {
     say("Reset the runtime policy of " + cg->path + ".");
   } else {
@@ -343,7 +352,7 @@ int Runner::reload() {
   PolkitAgent agent(!opt_.noAskPassword && opt_.bus.kind == dbus::BusTarget::Kind::System);
   client().reload(dbus::ChangeRequest{false, !opt_.noAskPassword});
   if (json()) {
-    printJson(Json::object().set("reloaded", true));
+    printJson(recordJson({{"reloaded", Cell::boolean(true)}}));
   } else {
     say("Configuration reloaded.");
   }
@@ -360,11 +369,9 @@ int Runner::checkConfig() {
   text << in.rdbuf();
   Status st = cxiosync::checkConfig({ConfigText{path, text.str()}});
   if (json()) {
-    Json j = Json::object();
-    j.set("file", path)
-        .set("valid", st.ok())
-        .set("error", st.ok() ? Json() : Json(st.error().message));
-    printJson(j);
+    printJson(recordJson({{"file", Cell::bytes(path)},
+                          {"valid", Cell::boolean(st.ok())},
+                          {"error", st.ok() ? Cell::null() : Cell::text(st.error().message)}}));
     return st.ok() ? kExitOk : kExitFailure;
   }
   if (!st) return fail(kExitFailure, st.error().message);
@@ -385,9 +392,8 @@ int Runner::version() {
     // The client's own version is still worth printing.
   }
   if (json()) {
-    printJson(Json::object()
-                  .set("cxiosyncctl", CXIOSYNC_VERSION)
-                  .set("cxiosyncd", reachable ? Json(daemon) : Json()));
+    printJson(recordJson({{"cxiosyncctl", Cell::text(CXIOSYNC_VERSION)},
+                          {"cxiosyncd", reachable ? Cell::text(daemon) : Cell::null()}}));
   } else {
     io_.out(std::string("cxiosyncctl ") + CXIOSYNC_VERSION + "\n");
     if (!opt_.quiet)

@@ -1,22 +1,19 @@
 #pragma once
-// A small JSON value with a writer: insertion-ordered objects (stable output), pretty or
-// short rendering, strict UTF-8 (invalid bytes become U+FFFD). Enough for cxiosyncctl --json.
+// cxiosyncctl's JSON value: a thin handle on nlohmann::ordered_json (policy/output/table.h),
+// with the chaining the verbs use (set/push) and the two dumps of --json=pretty|short.
+// Insertion-ordered objects (stable output); set() replaces an existing key in place.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
-#include <vector>
 
 #include "policy/json.h"
+#include "policy/output/table.h"
 
 namespace cxiosync::ctl {
 
 class Json {
  public:
-  using Array = std::vector<Json>;
-  using Object = std::vector<std::pair<std::string, Json>>;
-
   Json() = default;  // null
   Json(std::nullptr_t) {}
   Json(bool b) : v_(b) {}
@@ -24,26 +21,30 @@ class Json {
   Json(int64_t v) : v_(v) {}
   Json(uint32_t v) : v_(static_cast<uint64_t>(v)) {}
   Json(uint64_t v) : v_(v) {}
-  Json(double v) : v_(v) {}
+  Json(double v) : v_(output::jsonNumber(v)) {}
   Json(const char* s) : v_(std::string(s)) {}
   Json(std::string s) : v_(std::move(s)) {}
   Json(std::string_view s) : v_(std::string(s)) {}
+  explicit Json(output::Json v) : v_(std::move(v)) {}
 
-  static Json array() { return Json(Array{}); }
-  static Json object() { return Json(Object{}); }
+  static Json array() { return Json(output::Json::array()); }
+  static Json object() { return Json(output::Json::object()); }
 
-  Json& push(Json value);                  // arrays only
-  Json& set(std::string key, Json value);  // objects only; replaces an existing key
-  bool isNull() const { return v_.index() == 0; }
+  Json& push(Json value) {  // arrays only
+    v_.push_back(std::move(value.v_));
+    return *this;
+  }
+  Json& set(std::string key, Json value) {  // objects only; replaces an existing key
+    v_[std::move(key)] = std::move(value.v_);
+    return *this;
+  }
+  bool isNull() const { return v_.is_null(); }
+  const output::Json& value() const { return v_; }
 
-  std::string dump(bool pretty) const;  // no trailing newline
+  std::string dump(bool pretty) const { return output::jsonDump(v_, pretty); }  // no newline
 
  private:
-  explicit Json(Array a) : v_(std::move(a)) {}
-  explicit Json(Object o) : v_(std::move(o)) {}
-  void write(std::string& out, bool pretty, int depth) const;
-  std::variant<std::nullptr_t, bool, int64_t, uint64_t, double, std::string, Array, Object> v_{
-      nullptr};
+  output::Json v_;
 };
 
 // "\"...\"" with JSON escapes; invalid UTF-8 bytes become U+FFFD (policy/json.h).

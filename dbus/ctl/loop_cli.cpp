@@ -38,10 +38,6 @@ std::string dio(const dbus::LoopInfo& d) {
   return d.directIoNote.empty() ? "0" : "0!";
 }
 
-Json orNull(const std::string& s) {
-  return s.empty() ? Json() : Json(s);
-}
-
 bool validName(const std::string& name) {
   if (name.size() < 5 || name.size() > 13 || name.rfind("loop", 0) != 0) return false;
   if (name.find_first_not_of("0123456789", 4) != std::string::npos) return false;
@@ -126,55 +122,156 @@ Status checkLoopArgs(const Invocation& inv) {
   return Ok{};
 }
 
+namespace {
+
+enum class LoopView { List, Show };
+
+enum LoopColumn : size_t {
+  kName,
+  kDevice,
+  kBackingFile,
+  kOffset,
+  kSizeLimit,
+  kSize,
+  kReadOnly,
+  kAutoclear,
+  kPartscan,
+  kDirectIo,
+  kDirectIoMode,
+  kDirectIoNote,
+  kBlockSize,
+  kBlockSizeSource,
+  kSetupByUid,
+  kSetupRealtime,
+  kForeign,
+  kForeignOwner,
+  kBackingDevice,
+  kBackingDisk,
+  kRequestDepth,
+  kBackend,
+  kOwner,
+  kSetUpBy,
+  kNoteLine
+};
+
+// One device's cells; `show` picks the show view's human texts.
+std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
+  auto flag = [&](bool b) { return show ? Cell::boolean(b) : Cell::boolean(b, "1", "0"); };
+  Cell sizeLimit = Cell::uinteger(d.sizeLimit);
+  if (show && !d.sizeLimit) sizeLimit.shown("0 (to the end of the file)");
+  Cell directIo = Cell::boolean(d.directIo, "on", "off");
+  if (show && !d.directIoMode.empty()) {
+    directIo.shown(std::string(d.directIo ? "on" : "off") + " (asked: " + d.directIoMode + ")");
+  }
+  if (!show) directIo.shown(dio(d));
+  Cell blockSize = Cell::uinteger(d.blockSize);
+  if (show && !d.blockSizeSource.empty()) {
+    blockSize.shown(std::to_string(d.blockSize) + " (" + d.blockSizeSource + ")");
+  }
+  Cell backingDevice = Cell::textOrNull(d.backingDevice);
+  if (d.backingDevice.empty()) backingDevice.hidden();
+  if (!d.backingDisk.empty() && d.backingDisk != d.backingDevice) {
+    backingDevice.shown(d.backingDevice + " (disk " + d.backingDisk + ")");
+  }
+  Cell ownerCell =
+      Cell::text(show ? "foreign" + (d.foreignOwner.empty() ? "" : " (" + d.foreignOwner + ")") +
+                            ": not set up by cxiosync, changed only by root with --force"
+                      : owner(d));
+  if (show && !d.foreign) ownerCell.hidden();
+  std::string who = "uid " + std::to_string(d.setupByUid) + " (" + userName(d.setupByUid) + ")";
+  if (d.setupRealtimeUsec) who += ", " + formatTimestamp(d.setupRealtimeUsec);
+  Cell setUpBy = d.foreign || !show ? Cell::null().hidden() : Cell::text(who);
+  Cell noteLine = Cell::text(d.directIoNote);
+  if (d.directIoNote.empty()) noteLine.hidden();
+  return {Cell::text(d.name),
+          Cell::text(d.device),
+          Cell::text(d.backingFile),
+          Cell::uinteger(d.offset),
+          std::move(sizeLimit),
+          Cell::size(d.sizeBytes),
+          flag(d.readOnly),
+          flag(d.autoclear),
+          flag(d.partscan),
+          std::move(directIo),
+          Cell::textOrNull(d.directIoMode),
+          Cell::textOrNull(d.directIoNote),
+          std::move(blockSize),
+          Cell::textOrNull(d.blockSizeSource),
+          d.setupByUid == dbus::kUnknownUid ? Cell::null() : Cell::uinteger(d.setupByUid),
+          d.setupRealtimeUsec ? Cell::uinteger(d.setupRealtimeUsec) : Cell::null(),
+          Cell::boolean(d.foreign),
+          Cell::textOrNull(d.foreignOwner),
+          std::move(backingDevice),
+          Cell::textOrNull(d.backingDisk),
+          Cell::uinteger(d.requestDepth),
+          Cell::text(d.backend),
+          std::move(ownerCell),
+          std::move(setUpBy),
+          std::move(noteLine)};
+}
+
+// cxiosyncctl loop's one table: the JSON record (snake_case, IDL order) and the list
+// (losetup's columns) or show view of the same cells.
+Table loopTable(const std::vector<dbus::LoopInfo>& list, LoopView view) {
+  const bool show = view == LoopView::Show;
+  auto h = [&](const char* listHeader, const char* showHeader) {
+    return std::string(show ? showHeader : listHeader);
+  };
+  Table t({{"name", ""},
+           {"device", h("NAME", "")},
+           {"backing_file", h("BACK-FILE", "Backing file")},
+           {"offset", h("OFFSET", "Offset"), true},
+           {"size_limit", h("SIZELIMIT", "Size limit"), true},
+           {"size", h("", "Size")},
+           {"read_only", h("RO", "Read-only"), true},
+           {"autoclear", h("AUTOCLEAR", "Autoclear"), true},
+           {"partscan", h("", "Part scan")},
+           {"direct_io", h("DIO", "Direct I/O"), true},
+           {"direct_io_mode", ""},
+           {"direct_io_note", ""},
+           {"block_size", h("LOG-SEC", "Block size"), true},
+           {"block_size_source", ""},
+           {"setup_by_uid", ""},
+           {"setup_realtime_usec", ""},
+           {"foreign", ""},
+           {"foreign_owner", ""},
+           {"backing_device", h("", "Backing device")},
+           {"backing_disk", ""},
+           {"request_depth", h("", "Request depth")},
+           {"backend", h("", "Backend")},
+           {"", h("OWNER", "Owner")},
+           {"", "Set up by"},
+           {"", ""}});
+  if (show) {
+    t.display({kBackingFile, kBackingDevice, kOffset, kSizeLimit, kSize, kReadOnly, kAutoclear,
+               kPartscan, kDirectIo, kNoteLine, kBlockSize, kOwner, kSetUpBy, kRequestDepth,
+               kBackend});
+  } else {
+    t.display({kDevice, kBackingFile, kOffset, kSizeLimit, kReadOnly, kAutoclear, kDirectIo,
+               kBlockSize, kOwner});
+  }
+  for (const auto& d : list) t.addRow(loopRow(d, show));
+  return t;
+}
+
+}  // namespace
+
 Json loopJson(const dbus::LoopInfo& d) {
-  Json o = Json::object();
-  o.set("name", d.name)
-      .set("device", d.device)
-      .set("backing_file", d.backingFile)
-      .set("offset", d.offset)
-      .set("size_limit", d.sizeLimit)
-      .set("size", d.sizeBytes)
-      .set("read_only", d.readOnly)
-      .set("autoclear", d.autoclear)
-      .set("partscan", d.partscan)
-      .set("direct_io", d.directIo)
-      .set("direct_io_mode", orNull(d.directIoMode))
-      .set("direct_io_note", orNull(d.directIoNote))
-      .set("block_size", d.blockSize)
-      .set("block_size_source", orNull(d.blockSizeSource))
-      .set("setup_by_uid", d.setupByUid == dbus::kUnknownUid ? Json() : Json(d.setupByUid))
-      .set("setup_realtime_usec", d.setupRealtimeUsec ? Json(d.setupRealtimeUsec) : Json())
-      .set("foreign", d.foreign)
-      .set("foreign_owner", orNull(d.foreignOwner))
-      .set("backing_device", orNull(d.backingDevice))
-      .set("backing_disk", orNull(d.backingDisk))
-      .set("request_depth", d.requestDepth)
-      .set("backend", d.backend);
-  return o;
+  return Json(loopTable({d}, LoopView::Show).rowJson(0));
 }
 
 Json loopsJson(const std::vector<dbus::LoopInfo>& list) {
-  Json a = Json::array();
-  for (const auto& d : list) a.push(loopJson(d));
-  return a;
+  return Json(loopTable(list, LoopView::List).json());
 }
 
 std::string loopsText(const std::vector<dbus::LoopInfo>& list, bool legend, bool bold) {
-  Table t(
-      {"NAME", "BACK-FILE", "OFFSET", "SIZELIMIT", "RO", "AUTOCLEAR", "DIO", "LOG-SEC", "OWNER"});
-  for (size_t c : {2u, 3u, 4u, 5u, 6u, 7u}) t.rightAlign(c);
-  std::string notes;
-  for (const auto& d : list) {
-    t.addRow({d.device, d.backingFile, std::to_string(d.offset), std::to_string(d.sizeLimit),
-              d.readOnly ? "1" : "0", d.autoclear ? "1" : "0", dio(d), std::to_string(d.blockSize),
-              owner(d)});
-    if (!d.directIo && !d.directIoNote.empty()) {
-      notes += d.name + ": direct I/O off: " + d.directIoNote + "\n";
-    }
-  }
-  std::string out = t.render(legend, bold);
+  std::string out = loopTable(list, LoopView::List).render(legend, bold);
   if (legend) {
-    out += notes;
+    for (const auto& d : list) {
+      if (!d.directIo && !d.directIoNote.empty()) {
+        out += d.name + ": direct I/O off: " + d.directIoNote + "\n";
+      }
+    }
     out += "\n" + std::to_string(list.size()) + " loop device" + (list.size() == 1 ? "" : "s") +
            " listed.\n";
   }
@@ -182,41 +279,7 @@ std::string loopsText(const std::vector<dbus::LoopInfo>& list, bool legend, bool
 }
 
 std::string loopText(const dbus::LoopInfo& d) {
-  std::string out = d.device + "\n";
-  auto row = [&](const char* k, const std::string& v) {
-    std::string key = k;
-    out += std::string(16 - std::min<size_t>(16, key.size()), ' ') + key + ": " + v + "\n";
-  };
-  row("Backing file", d.backingFile);
-  if (!d.backingDevice.empty()) {
-    row("Backing device",
-        d.backingDevice + (d.backingDisk.empty() || d.backingDisk == d.backingDevice
-                               ? ""
-                               : " (disk " + d.backingDisk + ")"));
-  }
-  row("Offset", std::to_string(d.offset));
-  row("Size limit", d.sizeLimit ? std::to_string(d.sizeLimit) : "0 (to the end of the file)");
-  row("Size", formatBytes(d.sizeBytes));
-  row("Read-only", d.readOnly ? "yes" : "no");
-  row("Autoclear", d.autoclear ? "yes" : "no");
-  row("Part scan", d.partscan ? "yes" : "no");
-  std::string dioText = d.directIo ? "on" : "off";
-  if (!d.directIoMode.empty()) dioText += " (asked: " + d.directIoMode + ")";
-  row("Direct I/O", dioText);
-  if (!d.directIoNote.empty()) row("", d.directIoNote);
-  row("Block size", std::to_string(d.blockSize) +
-                        (d.blockSizeSource.empty() ? "" : " (" + d.blockSizeSource + ")"));
-  if (d.foreign) {
-    row("Owner", "foreign" + (d.foreignOwner.empty() ? "" : " (" + d.foreignOwner + ")") +
-                     ": not set up by cxiosync, changed only by root with --force");
-  } else {
-    std::string who = "uid " + std::to_string(d.setupByUid) + " (" + userName(d.setupByUid) + ")";
-    if (d.setupRealtimeUsec) who += ", " + formatTimestamp(d.setupRealtimeUsec);
-    row("Set up by", who);
-  }
-  row("Request depth", std::to_string(d.requestDepth));
-  row("Backend", d.backend);
-  return out;
+  return d.device + "\n" + loopTable({d}, LoopView::Show).renderShow(16, false);
 }
 
 namespace {
@@ -370,7 +433,10 @@ class LoopRunner {
     const std::string n = name();
     bool lazy = client_().loopDetach(n, req());
     if (json()) {
-      printJson(Json::object().set("device", "/dev/" + n).set("detached", !lazy).set("lazy", lazy));
+      printJson(Json(Table::record({{"device", Cell::text("/dev/" + n)},
+                                    {"detached", Cell::boolean(!lazy)},
+                                    {"lazy", Cell::boolean(lazy)}})
+                         .rowJson(0)));
     } else if (lazy) {
       say("/dev/" + n +
           " is still in use: autoclear is set and it detaches when its last user closes it.");

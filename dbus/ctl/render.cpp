@@ -8,22 +8,17 @@
 namespace cxiosync::ctl {
 
 using dbus::kWireMax;
+using output::Cell;
+using output::Color;
+using output::Column;
+using output::Table;
 
 namespace {
 
-Json limit(uint64_t v) {
-  return v == kWireMax ? Json() : Json(v);
-}
-
-std::string green(const std::string& s, bool color) {
-  return color ? "\033[0;1;32m" + s + "\033[0m" : s;
-}
-std::string red(const std::string& s, bool color) {
-  return color ? "\033[0;1;31m" + s + "\033[0m" : s;
-}
-
-std::string yesNo(bool b) {
-  return b ? "yes" : "no";
+Table limitsTable(const dbus::LimitsView& l) {
+  Table t({{"rbps", ""}, {"wbps", ""}, {"riops", ""}, {"wiops", ""}});
+  t.addRow({Cell::rate(l.rbps), Cell::rate(l.wbps), Cell::iops(l.riops), Cell::iops(l.wiops)});
+  return t;
 }
 
 // Binding write limit across devices, for the list table: the tightest wbps, and where.
@@ -40,258 +35,262 @@ std::string tightestWbps(const dbus::CgroupView& c) {
   return formatRate(best) + " (" + dev + ")";
 }
 
+// The "N things listed." footer after a table.
+std::string footer(size_t n, const char* one, const char* many, const char* tail) {
+  return std::to_string(n) + " " + (n == 1 ? one : many) + " " + tail + "\n";
+}
+
+Table ioMaxTable(const dbus::CgroupView& c) {
+  Table t({{"device", "DEVICE"},
+           {"rbps", "RBPS"},
+           {"wbps", "WBPS"},
+           {"riops", "RIOPS"},
+           {"wiops", "WIOPS"}});
+  for (const auto& l : c.ioMax) {
+    t.addRow({Cell::text(l.device), Cell::rate(l.rbps), Cell::rate(l.wbps), Cell::iops(l.riops),
+              Cell::iops(l.wiops)});
+  }
+  return t;
+}
+
+Table effectiveTable(const dbus::CgroupView& c) {
+  Table t({{"device", "DEVICE"},
+           {"wbps", "WBPS"},
+           {"wiops", "WIOPS"},
+           {"wbps_holder", "HELD BY"},
+           {"wiops_holder", "HELD BY"}});
+  t.display({0, 1, 3, 2, 4});
+  for (const auto& e : c.effective) {
+    t.addRow({Cell::text(e.device), Cell::rate(e.wbps), Cell::iops(e.wiops),
+              Cell::textOrNull(e.wbpsHolder), Cell::textOrNull(e.wiopsHolder)});
+  }
+  return t;
+}
+
+Table policyTable(const dbus::CgroupView& c) {
+  Table t({{"knob", "KNOB"}, {"value", "VALUE"}, {"source", "SOURCE"}});
+  for (const auto& p : c.policy) {
+    t.addRow({Cell::text(p.knob), Cell::text(p.value), Cell::text(p.source)});
+  }
+  return t;
+}
+
+enum CgroupColumn : size_t { kIoMax = 5, kEffective = 6, kPolicy = 9 };
+
+// Every cgroup, one row: the JSON record and the list table's columns.
+Table cgroupTable(const std::vector<dbus::CgroupView>& list) {
+  Table t({{"cgroup", "CGROUP"},
+           {"", "ISOLATION"},
+           {"", "BOOST"},
+           {"", "CEILING"},
+           {"", "WRITE LIMIT"},
+           {"io_max", ""},
+           {"effective_limits", ""},
+           {"file_dirty", "DIRTY", true},
+           {"file_writeback", "WRITEBACK", true},
+           {"policy", ""},
+           {"boosted", "BOOSTED"}});
+  for (const auto& c : list) {
+    t.addRow({Cell::text(c.path), Cell::text(c.knob("sync_isolation")), Cell::text(c.knob("boost")),
+              Cell::text(c.knob("boost_ceiling")), Cell::text(tightestWbps(c)),
+              Cell::nested(ioMaxTable(c)), Cell::nested(effectiveTable(c)), Cell::size(c.fileDirty),
+              Cell::size(c.fileWriteback), Cell::nested(policyTable(c), Cell::Nest::Keyed),
+              Cell::boolean(c.boosted).color(c.boosted ? Color::Green : Color::None)});
+  }
+  return t;
+}
+
+Table boostTable(const std::vector<dbus::BoostView>& list) {
+  Table t({{"cgroup", "CGROUP"},
+           {"dirtier", "DIRTIER"},
+           {"device", "DEVICE"},
+           {"original", ""},
+           {"boosted", ""},
+           {"", "WBPS"},
+           {"", "BOOSTED TO"},
+           {"started_realtime_usec", ""},
+           {"duration_usec", "FOR"},
+           {"syncer_tids", "SYNCERS"},
+           {"reason", "REASON"},
+           {"shutdown_lift", ""}});
+  t.display({0, 2, 5, 6, 8, 9, 1, 10});
+  for (const auto& b : list) {
+    std::vector<Cell> tids;
+    for (auto tid : b.syncerTids) tids.push_back(Cell::uinteger(tid));
+    Cell tidCell = Cell::list(std::move(tids));
+    if (b.syncerTids.empty()) tidCell.shown("-");
+    Cell reason = Cell::text(b.reason);
+    if (b.shutdownLift) reason.shown("shutdown lift");
+    t.addRow({Cell::text(b.cgroup), Cell::text(b.dirtier), Cell::text(b.device),
+              Cell::nested(limitsTable(b.original), Cell::Nest::Object),
+              Cell::nested(limitsTable(b.boosted), Cell::Nest::Object), Cell::rate(b.original.wbps),
+              Cell::rate(b.boosted.wbps), Cell::uinteger(b.startedRealtimeUsec),
+              Cell::duration(b.durationUsec), std::move(tidCell), std::move(reason),
+              Cell::boolean(b.shutdownLift)});
+  }
+  return t;
+}
+
+Table syncerTable(const std::vector<dbus::SyncerView>& list) {
+  Table t({{"tid", "TID", true},
+           {"pid", "PID", true},
+           {"comm", "COMM"},
+           {"cgroup", "CGROUP"},
+           {"syscall", "SYSCALL"},
+           {"device", "DEVICE"},
+           {"duration_usec", "FOR"},
+           {"state", "STATE"}});
+  t.display({0, 1, 2, 4, 5, 6, 7, 3});
+  for (const auto& s : list) {
+    t.addRow({Cell::integer(s.tid), Cell::integer(s.pid), Cell::text(s.comm), Cell::text(s.cgroup),
+              Cell::text(s.syscall), Cell::textOrNull(s.device), Cell::duration(s.durationUsec),
+              Cell::text(s.state)});
+  }
+  return t;
+}
+
+Table statusTable(const dbus::StatusView& s, const RenderStyle& st) {
+  Table t({{"running", ""},
+           {"version", "Version"},
+           {"state", "State"},
+           {"state_detail", ""},
+           {"detector", "Detector"},
+           {"dry_run", "Dry run"},
+           {"started_realtime_usec", "Since"},
+           {"cgroup_root", "Cgroup root"},
+           {"active_boosts", ""},
+           {"active_syncers", "Syncers"},
+           {"boosts_total", ""},
+           {"", "Boosts"},
+           {"config_files", "Config"}});
+  t.display({2, 6, 1, 4, 5, 7, 11, 9, 12});
+  const bool running = s.state == "running";
+  Cell state = Cell::text(s.state).color(running ? Color::Green : Color::Red);
+  if (!s.stateDetail.empty()) state.shown(s.state + " (" + s.stateDetail + ")");
+  Cell since = Cell::timestamp(s.startedRealtimeUsec);
+  if (st.nowRealtimeUsec && s.startedRealtimeUsec && st.nowRealtimeUsec >= s.startedRealtimeUsec) {
+    since.shown(formatTimestamp(s.startedRealtimeUsec) + "; " +
+                formatDuration(st.nowRealtimeUsec - s.startedRealtimeUsec) + " ago");
+  }
+  std::vector<Cell> files;
+  for (const auto& f : s.configFiles) files.push_back(Cell::text(f));
+  Cell config = Cell::list(std::move(files));
+  if (s.configFiles.empty()) config.shown("(built-in defaults)");
+  t.addRow({Cell::boolean(true), Cell::text(s.version), std::move(state), Cell::text(s.stateDetail),
+            Cell::text(s.detector), Cell::boolean(s.dryRun), std::move(since),
+            Cell::text(s.cgroupRoot), Cell::uinteger(s.activeBoosts),
+            Cell::uinteger(s.activeSyncers).shown(std::to_string(s.activeSyncers) + " active"),
+            Cell::uinteger(s.boostsTotal),
+            Cell::text(std::to_string(s.activeBoosts) + " active, " +
+                       std::to_string(s.boostsTotal) + " since start"),
+            std::move(config)});
+  return t;
+}
+
+// An event: its name, then its fields and numbers as columns named by their keys.
+Table eventTable(const dbus::EventView& e) {
+  std::vector<Column> cols = {{"event", "EVENT"}};
+  std::vector<Cell> row = {Cell::text(e.name)};
+  for (const auto& [k, v] : e.fields) {
+    cols.push_back({k, k});
+    row.push_back(Cell::text(v));
+  }
+  for (const auto& [k, v] : e.numbers) {
+    cols.push_back({k, k});
+    if (k == "original_wbps" || k == "boosted_wbps") {
+      row.push_back(Cell::rate(v));
+    } else if (k == "duration_usec") {
+      row.push_back(Cell::duration(v));
+    } else {
+      row.push_back(Cell::uinteger(v));
+    }
+  }
+  Table t(std::move(cols));
+  t.addRow(std::move(row));
+  return t;
+}
+
 }  // namespace
 
+Json recordJson(std::vector<std::pair<std::string, Cell>> fields) {
+  return Json(Table::record(std::move(fields)).rowJson(0));
+}
+
 Json statusJson(const dbus::StatusView& s) {
-  Json files = Json::array();
-  for (const auto& f : s.configFiles) files.push(f);
-  Json o = Json::object();
-  o.set("running", true)
-      .set("version", s.version)
-      .set("state", s.state)
-      .set("state_detail", s.stateDetail)
-      .set("detector", s.detector)
-      .set("dry_run", s.dryRun)
-      .set("started_realtime_usec", s.startedRealtimeUsec)
-      .set("cgroup_root", s.cgroupRoot)
-      .set("active_boosts", s.activeBoosts)
-      .set("active_syncers", s.activeSyncers)
-      .set("boosts_total", s.boostsTotal)
-      .set("config_files", std::move(files));
-  return o;
+  return Json(statusTable(s, RenderStyle{}).rowJson(0));
 }
 
 std::string statusText(const dbus::StatusView& s, const RenderStyle& st) {
-  std::string dot = s.state == "running" ? green("●", st.color) : red("●", st.color);
-  std::string out = dot + " cxiosyncd - sync() priority-inversion guard\n";
-  auto row = [&](const char* k, const std::string& v) {
-    std::string key = k;
-    out += std::string(12 - std::min<size_t>(12, key.size()), ' ') + key + ": " + v + "\n";
-  };
-  std::string state = s.state == "running" ? green(s.state, st.color) : red(s.state, st.color);
-  if (!s.stateDetail.empty()) state += " (" + s.stateDetail + ")";
-  row("State", state);
-  std::string since = formatTimestamp(s.startedRealtimeUsec);
-  if (st.nowRealtimeUsec && s.startedRealtimeUsec && st.nowRealtimeUsec >= s.startedRealtimeUsec) {
-    since += "; " + formatDuration(st.nowRealtimeUsec - s.startedRealtimeUsec) + " ago";
-  }
-  row("Since", since);
-  row("Version", s.version);
-  row("Detector", s.detector);
-  row("Dry run", yesNo(s.dryRun));
-  row("Cgroup root", s.cgroupRoot);
-  row("Boosts", std::to_string(s.activeBoosts) + " active, " + std::to_string(s.boostsTotal) +
-                    " since start");
-  row("Syncers", std::to_string(s.activeSyncers) + " active");
-  if (s.configFiles.empty()) {
-    row("Config", "(built-in defaults)");
-  } else {
-    for (size_t i = 0; i < s.configFiles.size(); ++i) {
-      row(i == 0 ? "Config" : "", s.configFiles[i]);
-    }
-  }
-  return out;
+  Cell dot = Cell::text("●").color(s.state == "running" ? Color::Green : Color::Red);
+  return dot.human(st.color) + " cxiosyncd - sync() priority-inversion guard\n" +
+         statusTable(s, st).renderShow(12, st.color);
 }
 
 Json cgroupJson(const dbus::CgroupView& c) {
-  Json ioMax = Json::array();
-  for (const auto& l : c.ioMax) {
-    ioMax.push(Json::object()
-                   .set("device", l.device)
-                   .set("rbps", limit(l.rbps))
-                   .set("wbps", limit(l.wbps))
-                   .set("riops", limit(l.riops))
-                   .set("wiops", limit(l.wiops)));
-  }
-  Json eff = Json::array();
-  for (const auto& e : c.effective) {
-    eff.push(Json::object()
-                 .set("device", e.device)
-                 .set("wbps", limit(e.wbps))
-                 .set("wiops", limit(e.wiops))
-                 .set("wbps_holder", e.wbpsHolder.empty() ? Json() : Json(e.wbpsHolder))
-                 .set("wiops_holder", e.wiopsHolder.empty() ? Json() : Json(e.wiopsHolder)));
-  }
-  Json policy = Json::object();
-  for (const auto& p : c.policy) {
-    policy.set(p.knob, Json::object().set("value", p.value).set("source", p.source));
-  }
-  Json o = Json::object();
-  o.set("cgroup", c.path)
-      .set("io_max", std::move(ioMax))
-      .set("effective_limits", std::move(eff))
-      .set("file_dirty", c.fileDirty)
-      .set("file_writeback", c.fileWriteback)
-      .set("policy", std::move(policy))
-      .set("boosted", c.boosted);
-  return o;
+  return Json(cgroupTable({c}).rowJson(0));
 }
 
 Json cgroupsJson(const std::vector<dbus::CgroupView>& list) {
-  Json a = Json::array();
-  for (const auto& c : list) a.push(cgroupJson(c));
-  return a;
+  return Json(cgroupTable(list).json());
 }
 
 std::string cgroupsText(const std::vector<dbus::CgroupView>& list, const RenderStyle& st) {
-  Table t(
-      {"CGROUP", "ISOLATION", "BOOST", "CEILING", "WRITE LIMIT", "DIRTY", "WRITEBACK", "BOOSTED"});
-  t.rightAlign(5);
-  t.rightAlign(6);
-  for (const auto& c : list) {
-    t.addRow({c.path, c.knob("sync_isolation"), c.knob("boost"), c.knob("boost_ceiling"),
-              tightestWbps(c), formatBytes(c.fileDirty), formatBytes(c.fileWriteback),
-              c.boosted ? green("yes", st.color) : "no"});
-  }
-  std::string out = t.render(st.legend, st.color);
-  if (st.legend) {
-    out += "\n" + std::to_string(list.size()) + (list.size() == 1 ? " cgroup" : " cgroups") +
-           " listed.\n";
-  }
+  std::string out = cgroupTable(list).render(st.legend, st.color);
+  if (st.legend) out += "\n" + footer(list.size(), "cgroup", "cgroups", "listed.");
   return out;
 }
 
 std::string cgroupText(const dbus::CgroupView& c, const RenderStyle& st) {
-  std::string out = (c.boosted ? green("●", st.color) : std::string("○")) + " " + c.path +
-                    (c.boosted ? " (boosted)" : "") + "\n";
-  out += "\nPolicy:\n";
-  Table p({"KNOB", "VALUE", "SOURCE"});
-  for (const auto& r : c.policy) p.addRow({r.knob, r.value, r.source});
-  out += p.render(true, st.color);
-  out += "\nio.max:\n";
-  if (c.ioMax.empty()) {
-    out += "  (none)\n";
-  } else {
-    Table l({"DEVICE", "RBPS", "WBPS", "RIOPS", "WIOPS"});
-    for (const auto& r : c.ioMax) {
-      l.addRow({r.device, formatRate(r.rbps), formatRate(r.wbps), formatIops(r.riops),
-                formatIops(r.wiops)});
-    }
-    out += l.render(true, st.color);
-  }
-  out += "\nEffective write limits:\n";
-  if (c.effective.empty()) {
-    out += "  (none: writes are not limited here or above)\n";
-  } else {
-    Table e({"DEVICE", "WBPS", "HELD BY", "WIOPS", "HELD BY"});
-    for (const auto& r : c.effective) {
-      e.addRow({r.device, formatRate(r.wbps), r.wbpsHolder.empty() ? "-" : r.wbpsHolder,
-                formatIops(r.wiops), r.wiopsHolder.empty() ? "-" : r.wiopsHolder});
-    }
-    out += e.render(true, st.color);
-  }
-  out += "\nPage cache: " + formatBytes(c.fileDirty) + " dirty, " + formatBytes(c.fileWriteback) +
+  const Table t = cgroupTable({c});
+  auto section = [&](size_t column) { return t.cell(0, column).table()->render(true, st.color); };
+  Cell dot = c.boosted ? Cell::text("●").color(Color::Green) : Cell::text("○");
+  std::string out =
+      dot.human(st.color) + " " + t.cell(0, 0).human() + (c.boosted ? " (boosted)" : "") + "\n";
+  out += "\nPolicy:\n" + section(kPolicy);
+  out += "\nio.max:\n" + (c.ioMax.empty() ? "  (none)\n" : section(kIoMax));
+  out += "\nEffective write limits:\n" + (c.effective.empty()
+                                              ? "  (none: writes are not limited here or above)\n"
+                                              : section(kEffective));
+  out += "\nPage cache: " + t.cell(0, 7).human() + " dirty, " + t.cell(0, 8).human() +
          " under writeback\n";
   return out;
 }
 
 Json boostsJson(const std::vector<dbus::BoostView>& list) {
-  auto limits = [](const dbus::LimitsView& l) {
-    return Json::object()
-        .set("rbps", limit(l.rbps))
-        .set("wbps", limit(l.wbps))
-        .set("riops", limit(l.riops))
-        .set("wiops", limit(l.wiops));
-  };
-  Json a = Json::array();
-  for (const auto& b : list) {
-    Json tids = Json::array();
-    for (auto t : b.syncerTids) tids.push(t);
-    a.push(Json::object()
-               .set("cgroup", b.cgroup)
-               .set("dirtier", b.dirtier)
-               .set("device", b.device)
-               .set("original", limits(b.original))
-               .set("boosted", limits(b.boosted))
-               .set("started_realtime_usec", b.startedRealtimeUsec)
-               .set("duration_usec", b.durationUsec)
-               .set("syncer_tids", std::move(tids))
-               .set("reason", b.reason)
-               .set("shutdown_lift", b.shutdownLift));
-  }
-  return a;
+  return Json(boostTable(list).json());
 }
 
 std::string boostsText(const std::vector<dbus::BoostView>& list, const RenderStyle& st) {
-  Table t({"CGROUP", "DEVICE", "WBPS", "BOOSTED TO", "FOR", "SYNCERS", "DIRTIER", "REASON"});
-  for (const auto& b : list) {
-    std::string tids;
-    for (auto tid : b.syncerTids) tids += (tids.empty() ? "" : ",") + std::to_string(tid);
-    t.addRow({b.cgroup, b.device, formatRate(b.original.wbps), formatRate(b.boosted.wbps),
-              formatDuration(b.durationUsec), tids.empty() ? "-" : tids, b.dirtier,
-              b.shutdownLift ? "shutdown lift" : b.reason});
-  }
-  std::string out = list.empty() && st.legend ? std::string() : t.render(st.legend, st.color);
-  if (st.legend) {
-    out += (list.empty() ? "" : "\n") + std::to_string(list.size()) +
-           (list.size() == 1 ? " boost" : " boosts") + " active.\n";
-  }
+  std::string out =
+      list.empty() && st.legend ? std::string() : boostTable(list).render(st.legend, st.color);
+  if (st.legend)
+    out += (list.empty() ? "" : "\n") + footer(list.size(), "boost", "boosts", "active.");
   return out;
 }
 
 Json syncersJson(const std::vector<dbus::SyncerView>& list) {
-  Json a = Json::array();
-  for (const auto& s : list) {
-    a.push(Json::object()
-               .set("tid", s.tid)
-               .set("pid", s.pid)
-               .set("comm", s.comm)
-               .set("cgroup", s.cgroup)
-               .set("syscall", s.syscall)
-               .set("device", s.device.empty() ? Json() : Json(s.device))
-               .set("duration_usec", s.durationUsec)
-               .set("state", s.state));
-  }
-  return a;
+  return Json(syncerTable(list).json());
 }
 
 std::string syncersText(const std::vector<dbus::SyncerView>& list, const RenderStyle& st) {
-  Table t({"TID", "PID", "COMM", "SYSCALL", "DEVICE", "FOR", "STATE", "CGROUP"});
-  t.rightAlign(0);
-  t.rightAlign(1);
-  for (const auto& s : list) {
-    t.addRow({std::to_string(s.tid), std::to_string(s.pid), s.comm, s.syscall,
-              s.device.empty() ? "-" : s.device, formatDuration(s.durationUsec), s.state,
-              s.cgroup});
-  }
-  std::string out = list.empty() && st.legend ? std::string() : t.render(st.legend, st.color);
+  std::string out =
+      list.empty() && st.legend ? std::string() : syncerTable(list).render(st.legend, st.color);
   if (st.legend) {
-    out += (list.empty() ? "" : "\n") + std::to_string(list.size()) +
-           (list.size() == 1 ? " syncer" : " syncers") + " in a sync call.\n";
+    out += (list.empty() ? "" : "\n") + footer(list.size(), "syncer", "syncers", "in a sync call.");
   }
   return out;
 }
 
 Json eventJson(const dbus::EventView& e) {
-  Json o = Json::object();
-  o.set("event", e.name);
-  for (const auto& [k, v] : e.fields) o.set(k, v);
-  for (const auto& [k, v] : e.numbers) {
-    bool isLimit = k == "original_wbps" || k == "boosted_wbps";
-    o.set(k, isLimit ? limit(v) : Json(v));
-  }
-  return o;
+  return Json(eventTable(e).rowJson(0));
 }
 
 std::string eventText(const dbus::EventView& e) {
-  std::string out = e.name;
-  for (const auto& [k, v] : e.fields) out += " " + k + "=" + (v.empty() ? "\"\"" : v);
-  for (const auto& [k, v] : e.numbers) {
-    std::string shown;
-    if (k == "original_wbps" || k == "boosted_wbps") {
-      shown = formatRate(v);
-    } else if (k == "duration_usec") {
-      shown = formatDuration(v);
-    } else {
-      shown = std::to_string(v);
-    }
-    out += " " + k + "=" + (shown.find(' ') != std::string::npos ? "\"" + shown + "\"" : shown);
-  }
-  return out;
+  return eventTable(e).renderInline(0);
 }
 
 Result<Json> metricsJson(const std::string& text) {
-  Json a = Json::array();
+  Table samples({{"name", ""}, {"labels", ""}, {"value", ""}});
   size_t lineNo = 0, pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
@@ -306,7 +305,7 @@ Result<Json> metricsJson(const std::string& text) {
     while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
     std::string name = line.substr(0, i);
     if (name.empty()) return bad("no metric name");
-    Json labels = Json::object();
+    Table labels({{"key", ""}, {"value", ""}});
     if (i < line.size() && line[i] == '{') {
       ++i;
       while (i < line.size() && line[i] != '}') {
@@ -326,7 +325,7 @@ Result<Json> metricsJson(const std::string& text) {
           }
         }
         if (j >= line.size()) return bad("unterminated label value");
-        labels.set(key, value);
+        labels.addRow({Cell::text(key), Cell::text(value)});
         i = j + 1;
         if (i < line.size() && line[i] == ',') ++i;
       }
@@ -341,9 +340,10 @@ Result<Json> metricsJson(const std::string& text) {
     char* end = nullptr;
     double v = std::strtod(valueText.c_str(), &end);
     if (end == valueText.c_str() || *end != '\0') return bad("value is not a number");
-    a.push(Json::object().set("name", name).set("labels", std::move(labels)).set("value", v));
+    samples.addRow(
+        {Cell::text(name), Cell::nested(std::move(labels), Cell::Nest::Keyed), Cell::real(v)});
   }
-  return a;
+  return Json(samples.json());
 }
 
 }  // namespace cxiosync::ctl

@@ -3,10 +3,12 @@
 // JSON conventions: snake_case keys in IDL order, limits as numbers with null for "max",
 // times as *_usec numbers (plus *_text only in human output). Stable: tests pin the keys.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dbus/ctl/json.h"
 #include "dbus/views.h"
+#include "policy/output/table.h"
 #include "policy/result.h"
 
 namespace cxiosync::ctl {
@@ -16,6 +18,9 @@ struct RenderStyle {
   bool color = false;            // ANSI colour (terminal only)
   uint64_t nowRealtimeUsec = 0;  // for "5min ago" (0: omit)
 };
+
+// A one-row table's JSON: the small answers of the changing verbs ({"reloaded": true}).
+Json recordJson(std::vector<std::pair<std::string, output::Cell>> fields);
 
 Json statusJson(const dbus::StatusView& s);
 std::string statusText(const dbus::StatusView& s, const RenderStyle& st);

@@ -14,6 +14,13 @@
 
 namespace cxiosync {
 
+using output::Cell;
+using output::Column;
+using output::Json;
+using output::jsonDump;
+using output::Table;
+using Nest = output::Cell::Nest;
+
 int loopToolFail(const Error& e) {
   std::fprintf(stderr, "cxiosync-loop: %s\n", e.message.c_str());
   return e.code == EPERM || e.code == EACCES ? 4 : 1;
@@ -321,9 +328,7 @@ Result<std::unique_ptr<BlockDevices>> open(const BlockToolGlobal& g) {
 
 void emitOne(const BlockToolGlobal& g, const BlockDeviceInfo& d) {
   if (g.json) {
-    JsonWriter w;
-    writeBlockInfo(w, d);
-    std::cout << w.str() << "\n";
+    printJson(blockInfoTable({d}).rowJson(0));
   } else {
     printBlockShow(d);
   }
@@ -337,14 +342,12 @@ int blockToolAdd(const BlockToolGlobal& g, const AddArgs& a, int backingFd) {
   auto r = (*bd)->setup(backingFd, a.setup, g.uid);
   if (!r) return fail(r.error());
   if (g.json) {
-    JsonWriter w;
-    w.beginObject().key("device");
-    writeBlockInfo(w, r->device);
-    w.key("backend-reason").value(r->choice.reason);
-    w.key("notes").beginArray();
-    for (const auto& n : r->notes) w.value(n);
-    w.endArray().endObject();
-    std::cout << w.str() << "\n";
+    std::vector<Cell> notes;
+    for (const auto& n : r->notes) notes.push_back(Cell::text(n));
+    printJson(Table::record({{"device", Cell::nested(blockInfoTable({r->device}), Nest::Object)},
+                             {"backend-reason", Cell::text(r->choice.reason)},
+                             {"notes", Cell::list(std::move(notes))}})
+                  .rowJson(0));
   } else {
     std::printf("%s\n", r->device.path.c_str());
     for (const auto& n : r->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
@@ -368,47 +371,73 @@ int blockToolSet(const BlockToolGlobal& g, const SetArgs& a) {
   return 0;
 }
 
-void writeBlockInfoFields(JsonWriter& w, const BlockDeviceInfo& d) {
-  w.key("backend").value(d.backend);
-  w.key("workers").value(d.workers);
-  w.key("queue-depth").value(d.queueDepth);
-  w.key("in-flight-max").value(d.inFlightMax);
-  w.key("workers-settable-live").value(d.workersSettableLive);
-  if (d.backend == "nbd") {
-    w.key("server-pid").value(static_cast<int64_t>(d.serverPid));
-    w.key("server-alive").value(d.serverAlive);
-    w.key("note").value(d.note);
-  }
+void printJson(const Json& j) {
+  std::cout << jsonDump(j, true) << "\n";
 }
 
-void writeBlockInfo(JsonWriter& w, const BlockDeviceInfo& d) {
-  w.beginObject();
-  w.key("name").value(d.path);
-  w.key("back-file").value(utf8Sanitize(d.backingFile));
-  w.key("size").value(d.sizeBytes);
-  w.key("ro").value(d.readOnly);
-  w.key("direct-io").value(d.directIo);
-  w.key("foreign").value(d.foreign);
-  w.key("setup-by-uid");
-  if (d.setupByUid)
-    w.value(*d.setupByUid);
-  else
-    w.null();
-  writeBlockInfoFields(w, d);
-  if (d.backend != "nbd") w.key("note").value(d.note);
-  w.endObject();
+std::vector<Column> blockInfoColumns() {
+  return {{"backend", "BACKEND"},
+          {"workers", "WORKERS", true},
+          {"queue-depth", "QDEPTH", true},
+          {"in-flight-max", ""},
+          {"workers-settable-live", ""},
+          {"server-pid", ""},
+          {"server-alive", ""},
+          {"note", ""}};
+}
+
+std::vector<Cell> blockInfoCells(const BlockDeviceInfo& d) {
+  const bool nbd = d.backend == "nbd";
+  auto nbdOnly = [&](Cell c) { return nbd ? std::move(c) : Cell::absent(); };
+  return {Cell::text(d.backend),
+          Cell::integer(d.workers),
+          Cell::uinteger(d.queueDepth),
+          Cell::integer(d.inFlightMax),
+          Cell::boolean(d.workersSettableLive),
+          nbdOnly(Cell::integer(d.serverPid)),
+          nbdOnly(Cell::boolean(d.serverAlive)),
+          nbdOnly(Cell::text(d.note))};
+}
+
+namespace {
+
+enum BlockColumn : size_t { kPath, kBackFile, kSize, kRo, kDirectIo, kForeign, kSetupBy, kBackend };
+
+}  // namespace
+
+Table blockInfoTable(const std::vector<BlockDeviceInfo>& devs) {
+  std::vector<Column> cols = {{"name", "NAME"},    {"back-file", "BACK-FILE"}, {"size", ""},
+                              {"ro", "RO", true},  {"direct-io", "DIO", true}, {"foreign", ""},
+                              {"setup-by-uid", ""}};
+  for (auto& c : blockInfoColumns()) cols.push_back(std::move(c));
+  const size_t note = cols.size();
+  cols.push_back({"note", ""});  // where the kernel loop's note goes (nbd: with its fields)
+  cols.push_back({"", "OWNER"});
+  cols.push_back({"", "SERVER"});
+  Table t(std::move(cols));
+  t.display(
+      {kPath, kBackend, kBackend + 1, kBackend + 2, kDirectIo, kRo, note + 1, note + 2, kBackFile});
+  for (const auto& d : devs) {
+    std::vector<Cell> row = {Cell::text(d.path),
+                             Cell::bytes(d.backingFile),
+                             Cell::uinteger(d.sizeBytes),
+                             Cell::boolean(d.readOnly, "1", "0"),
+                             Cell::boolean(d.directIo, "1", "0"),
+                             Cell::boolean(d.foreign),
+                             d.setupByUid ? Cell::uinteger(*d.setupByUid) : Cell::null()};
+    for (auto& c : blockInfoCells(d)) row.push_back(std::move(c));
+    row.push_back(d.backend == "nbd" ? Cell::absent() : Cell::text(d.note));
+    row.push_back(Cell::text(
+        d.foreign ? "foreign" : "uid:" + std::to_string(d.setupByUid ? *d.setupByUid : 0)));
+    row.push_back(
+        Cell::text((d.serverAlive ? "server " : "DEAD server ") + std::to_string(d.serverPid)));
+    t.addRow(std::move(row));
+  }
+  return t;
 }
 
 void printBlockRows(const std::vector<BlockDeviceInfo>& devs) {
-  for (const auto& d : devs) {
-    std::string owner =
-        d.foreign ? "foreign" : "uid:" + std::to_string(d.setupByUid ? *d.setupByUid : 0);
-    std::string state = d.serverAlive ? "server " + std::to_string(d.serverPid)
-                                      : "DEAD server " + std::to_string(d.serverPid);
-    std::printf("%-12s %-7s %7d %6u %3d %2d %s  %s  %s\n", d.path.c_str(), d.backend.c_str(),
-                d.workers, d.queueDepth, d.directIo ? 1 : 0, d.readOnly ? 1 : 0, owner.c_str(),
-                state.c_str(), d.backingFile.c_str());
-  }
+  std::fputs(blockInfoTable(devs).render(true, false).c_str(), stdout);
   for (const auto& d : devs)
     if (!d.note.empty()) std::printf("%s: %s\n", d.name.c_str(), d.note.c_str());
 }
@@ -417,7 +446,7 @@ void printBlockShow(const BlockDeviceInfo& d) {
   std::printf("%s\n", d.path.c_str());
   std::printf("  backend %s, workers %d, queue depth %u, up to %d backing I/Os in flight\n",
               d.backend.c_str(), d.workers, d.queueDepth, d.inFlightMax);
-  std::printf("  backing file:   %s\n", d.backingFile.c_str());
+  std::printf("  backing file:   %s\n", Cell::bytes(d.backingFile).human().c_str());
   std::printf("  size %llu bytes, read-only %s, direct I/O %s\n",
               static_cast<unsigned long long>(d.sizeBytes), d.readOnly ? "yes" : "no",
               d.directIo ? "on" : "off");
@@ -440,15 +469,20 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd, const Dev
   if (cmd == "backends") {
     auto a = detectBackends(g.mo.sysRoot, g.mo.devRoot);
     if (g.json) {
-      JsonWriter w;
-      w.beginObject();
-      w.key("loop").beginObject().key("available").value(a.loop).key("note").value(a.loopNote);
-      w.key("hw-queue-depth").value(a.loopHwQueueDepth).endObject();
-      w.key("nbd").beginObject().key("available").value(a.nbd).key("loaded").value(a.nbdLoaded);
-      w.key("note").value(a.nbdNote).key("max-workers").value(kMaxLoopWorkers).endObject();
-      w.key("ublk").beginObject().key("available").value(a.ublk).key("note").value(a.ublkNote);
-      w.endObject().endObject();
-      std::cout << w.str() << "\n";
+      auto rec = [](std::vector<std::pair<std::string, Cell>> f) {
+        return Cell::nested(Table::record(std::move(f)), Nest::Object);
+      };
+      printJson(
+          Table::record({{"loop", rec({{"available", Cell::boolean(a.loop)},
+                                       {"note", Cell::text(a.loopNote)},
+                                       {"hw-queue-depth", Cell::uinteger(a.loopHwQueueDepth)}})},
+                         {"nbd", rec({{"available", Cell::boolean(a.nbd)},
+                                      {"loaded", Cell::boolean(a.nbdLoaded)},
+                                      {"note", Cell::text(a.nbdNote)},
+                                      {"max-workers", Cell::integer(kMaxLoopWorkers)}})},
+                         {"ublk", rec({{"available", Cell::boolean(a.ublk)},
+                                       {"note", Cell::text(a.ublkNote)}})}})
+              .rowJson(0));
     } else {
       std::printf("kernel loop: %s (%s; hw_queue_depth %u)\n", a.loop ? "yes" : "no",
                   a.loopNote.c_str(), a.loopHwQueueDepth);
@@ -469,10 +503,10 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd, const Dev
     auto r = m.detach(args.dev, g.uid, args.force);
     if (!r) return fail(r.error());
     if (g.json) {
-      JsonWriter w;
-      w.beginObject().key("name").value(r->name).key("detached").value(r->detached);
-      w.key("note").value(r->note).endObject();
-      std::cout << w.str() << "\n";
+      printJson(Table::record({{"name", Cell::text(r->name)},
+                               {"detached", Cell::boolean(r->detached)},
+                               {"note", Cell::text(r->note)}})
+                    .rowJson(0));
     } else {
       std::printf("%s %s%s%s\n", r->name.c_str(), r->detached ? "detached" : "NOT detached",
                   r->note.empty() ? "" : ": ", r->note.c_str());

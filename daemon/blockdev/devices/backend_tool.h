@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "daemon/blockdev/devices/backend_devices.h"
-#include "policy/json_writer.h"
+#include "policy/output/table.h"
 
 namespace cxiosync {
 
@@ -76,13 +76,19 @@ Result<DeviceArgs> parseDeviceArgs(const std::string& cmd, const std::vector<std
 // on), else the exit status.
 int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd, const DeviceArgs& a);
 
-// For list/show of any device (JSON fields "backend", "workers", "queue-depth",
-// "in-flight-max", nbd: "server-pid", "server-alive", "connections", "note").
-void writeBlockInfoFields(JsonWriter& w, const BlockDeviceInfo& d);
-void writeBlockInfo(JsonWriter& w, const BlockDeviceInfo& d);
-// Text: rows for nbd devices under the loop table; one show paragraph.
+// The backend part of any device's record (output/table.h): JSON "backend", "workers",
+// "queue-depth", "in-flight-max", "workers-settable-live", nbd: "server-pid",
+// "server-alive", "note"; human BACKEND, WORKERS, QDEPTH.
+std::vector<output::Column> blockInfoColumns();
+std::vector<output::Cell> blockInfoCells(const BlockDeviceInfo& d);
+// list/show of devices of any backend: the JSON records and the nbd rows under the loop
+// table (NAME BACKEND WORKERS QDEPTH DIO RO OWNER SERVER BACK-FILE).
+output::Table blockInfoTable(const std::vector<BlockDeviceInfo>& devs);
+// Text: the table and its notes; one show paragraph.
 void printBlockRows(const std::vector<BlockDeviceInfo>& devs);
 void printBlockShow(const BlockDeviceInfo& d);
+// A JSON document on stdout (pretty, as every cxiosync-loop --json answer).
+void printJson(const output::Json& j);
 // All nbd devices (ours, and foreign ones with includeForeign) for list.
 std::vector<BlockDeviceInfo> listNbdDevices(const BlockToolGlobal& g, bool includeForeign);
 

@@ -1,10 +1,9 @@
-#include "dbus/ctl/format.h"
+#include "policy/output/format.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
-namespace cxiosync::ctl {
+namespace cxiosync::output {
 
 namespace {
 
@@ -76,7 +75,7 @@ std::string formatTimestamp(uint64_t realtimeUsec) {
   return buf;
 }
 
-size_t displayWidth(const std::string& s) {
+size_t displayWidth(std::string_view s) {
   size_t w = 0;
   for (unsigned char c : s) {
     if ((c & 0xc0) != 0x80) ++w;
@@ -84,44 +83,4 @@ size_t displayWidth(const std::string& s) {
   return w;
 }
 
-void Table::addRow(std::vector<std::string> cells) {
-  cells.resize(headers_.size());
-  rows_.push_back(std::move(cells));
-}
-
-std::string Table::render(bool legend, bool bold) const {
-  std::vector<size_t> width(headers_.size(), 0);
-  if (legend) {
-    for (size_t i = 0; i < headers_.size(); ++i) width[i] = displayWidth(headers_[i]);
-  }
-  for (const auto& row : rows_) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], displayWidth(row[i]));
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      bool last = i + 1 == cells.size();
-      size_t pad = width[i] - displayWidth(cells[i]);
-      bool right = std::find(right_.begin(), right_.end(), i) != right_.end();
-      if (right) out.append(pad, ' ');
-      out += cells[i];
-      if (!right && !last) out.append(pad, ' ');
-      if (!last) out += "  ";
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string out;
-  if (legend) {
-    std::string h = line(headers_);
-    if (bold) {
-      h.pop_back();
-      h = "\033[1m" + h + "\033[0m\n";
-    }
-    out += h;
-  }
-  for (const auto& row : rows_) out += line(row);
-  return out;
-}
-
-}  // namespace cxiosync::ctl
+}  // namespace cxiosync::output
