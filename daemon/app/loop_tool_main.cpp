@@ -32,7 +32,7 @@
 
 #include "daemon/blockdev/devices/backend_tool.h"
 #include "daemon/blockdev/loop/loop_manager.h"
-#include "policy/json_writer.h"
+#include "policy/json.h"
 
 using namespace cxiosync;
 
@@ -79,63 +79,46 @@ std::string owner(const LoopDeviceInfo& d) {
   return g.empty() ? "foreign" : "foreign:" + g;
 }
 
-void writeInfo(JsonWriter& w, const LoopDeviceInfo& d) {
+template <class T>
+Json orNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json infoJson(const LoopDeviceInfo& d) {
   const auto& k = d.kernel;
-  w.beginObject();
-  w.key("name").value(d.path);
-  w.key("back-file").value(k.backingFile);
-  w.key("offset").value(k.offset);
-  w.key("sizelimit").value(k.sizeLimit);
-  w.key("size").value(k.sizeBytes);
-  w.key("ro").value(k.readOnly);
-  w.key("autoclear").value(k.autoclear);
-  w.key("partscan").value(k.partscan);
-  w.key("dio").value(k.directIo);
-  w.key("log-sec").value(k.logicalBlockSize);
-  w.key("nr-requests").value(k.requestDepth);
-  w.key("maj:min").value(k.devnum.str());
-  w.key("backing-dev");
-  if (d.backingDevice)
-    w.value(d.backingDevice->str());
-  else
-    w.null();
-  w.key("backing-disk");
-  if (d.backingDisk)
-    w.value(d.backingDisk->str());
-  else
-    w.null();
-  w.key("backing-inode");
-  if (k.backingInode)
-    w.value(*k.backingInode);
-  else
-    w.null();
-  {
-    BlockDeviceInfo b = KernelLoopBackend::toInfo(d);
-    writeBlockInfoFields(w, b);
-  }
-  w.key("foreign").value(d.foreign);
-  w.key("foreign-owner").value(foreignOwnerName(d.foreignOwner));
-  w.key("setup-by-uid");
-  if (d.record)
-    w.value(d.record->uid);
-  else
-    w.null();
+  Json w = {{"name", jsonBytes(d.path)},
+            {"back-file", jsonBytes(k.backingFile)},
+            {"offset", k.offset},
+            {"sizelimit", k.sizeLimit},
+            {"size", k.sizeBytes},
+            {"ro", k.readOnly},
+            {"autoclear", k.autoclear},
+            {"partscan", k.partscan},
+            {"dio", k.directIo},
+            {"log-sec", k.logicalBlockSize},
+            {"nr-requests", k.requestDepth},
+            {"maj:min", k.devnum.str()},
+            {"backing-dev", d.backingDevice ? Json(d.backingDevice->str()) : Json(nullptr)},
+            {"backing-disk", d.backingDisk ? Json(d.backingDisk->str()) : Json(nullptr)},
+            {"backing-inode", orNull(k.backingInode)}};
+  addBlockInfoFields(w, KernelLoopBackend::toInfo(d));
+  w["foreign"] = d.foreign;
+  w["foreign-owner"] = foreignOwnerName(d.foreignOwner);
+  w["setup-by-uid"] = d.record ? Json(d.record->uid) : Json(nullptr);
   if (d.record) {
     const auto& r = *d.record;
-    w.key("created").value(r.createdUnix);
-    w.key("requested").beginObject();
-    w.key("read-only").value(r.options.readOnly);
-    w.key("offset").value(r.options.offset);
-    w.key("size-limit").value(r.options.sizeLimit);
-    w.key("autoclear").value(r.options.autoclear);
-    w.key("partscan").value(r.options.partscan);
-    w.key("block-size").value(r.options.blockSize);
-    w.key("direct-io").value(directIoModeName(r.options.directIo));
-    w.endObject();
-    w.key("block-size-source").value(blockSizeSourceName(r.blockSizeSource));
-    w.key("direct-io-note").value(r.directIoNote);
+    w["created"] = r.createdUnix;
+    w["requested"] = {{"read-only", r.options.readOnly},
+                      {"offset", r.options.offset},
+                      {"size-limit", r.options.sizeLimit},
+                      {"autoclear", r.options.autoclear},
+                      {"partscan", r.options.partscan},
+                      {"block-size", r.options.blockSize},
+                      {"direct-io", directIoModeName(r.options.directIo)}};
+    w["block-size-source"] = blockSizeSourceName(r.blockSizeSource);
+    w["direct-io-note"] = jsonBytes(r.directIoNote);
   }
-  w.endObject();
+  return w;
 }
 
 void printTable(const std::vector<LoopDeviceInfo>& devs) {
@@ -191,9 +174,7 @@ void printShow(const LoopDeviceInfo& d) {
 
 void emit(const Global& g, const LoopDeviceInfo& d) {
   if (g.json) {
-    JsonWriter w;
-    writeInfo(w, d);
-    std::cout << w.str() << "\n";
+    std::cout << jsonDump(infoJson(d), 2) << "\n";
   } else {
     printShow(d);
   }
@@ -272,20 +253,18 @@ int cmdAdd(const Global& g, LoopManager& m, std::vector<std::string> args) {
   ::close(fd);
   if (!r) return fail(r.error());
   if (g.json) {
-    JsonWriter w;
-    w.beginObject().key("device");
-    writeInfo(w, r->device);
-    w.key("used-loop-configure").value(r->usedLoopConfigure);
-    w.key("attempts").value(r->attempts);
-    w.key("direct-io-requested").value(r->directIoRequested);
-    w.key("direct-io").value(r->directIoEffective);
-    w.key("direct-io-note").value(r->directIoNote);
-    w.key("block-size").value(r->blockSize);
-    w.key("block-size-source").value(blockSizeSourceName(r->blockSizeSource));
-    w.key("notes").beginArray();
-    for (const auto& n : r->notes) w.value(n);
-    w.endArray().endObject();
-    std::cout << w.str() << "\n";
+    Json notes = Json::array();
+    for (const auto& n : r->notes) notes.push_back(jsonBytes(n));
+    Json w = {{"device", infoJson(r->device)},
+              {"used-loop-configure", r->usedLoopConfigure},
+              {"attempts", r->attempts},
+              {"direct-io-requested", r->directIoRequested},
+              {"direct-io", r->directIoEffective},
+              {"direct-io-note", jsonBytes(r->directIoNote)},
+              {"block-size", r->blockSize},
+              {"block-size-source", blockSizeSourceName(r->blockSizeSource)},
+              {"notes", std::move(notes)}};
+    std::cout << jsonDump(w, 2) << "\n";
   } else {
     std::printf("%s\n", r->device.path.c_str());
     for (const auto& n : r->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
@@ -430,13 +409,11 @@ int main(int argc, char** argv) {
     BlockToolGlobal bg{g.json, g.mo, g.uid};
     const auto nbds = listNbdDevices(bg, all);
     if (g.json) {
-      JsonWriter w;
-      w.beginObject().key("loopdevices").beginArray();
-      for (const auto& d : *l) writeInfo(w, d);
-      w.endArray().key("nbddevices").beginArray();
-      for (const auto& d : nbds) writeBlockInfo(w, d);
-      w.endArray().endObject();
-      std::cout << w.str() << "\n";
+      Json loops = Json::array(), nbd = Json::array();
+      for (const auto& d : *l) loops.push_back(infoJson(d));
+      for (const auto& d : nbds) nbd.push_back(blockInfoJson(d));
+      Json w = {{"loopdevices", std::move(loops)}, {"nbddevices", std::move(nbd)}};
+      std::cout << jsonDump(w, 2) << "\n";
     } else {
       printTable(*l);
       if (!nbds.empty()) {
@@ -460,10 +437,11 @@ int main(int argc, char** argv) {
     auto r = m.detach(rest[0], g.uid, force);
     if (!r) return fail(r.error());
     if (g.json) {
-      JsonWriter w;
-      w.beginObject().key("name").value(r->name).key("detached").value(r->detached);
-      w.key("lazy").value(r->lazy).key("note").value(r->note).endObject();
-      std::cout << w.str() << "\n";
+      Json w = {{"name", jsonBytes(r->name)},
+                {"detached", r->detached},
+                {"lazy", r->lazy},
+                {"note", jsonBytes(r->note)}};
+      std::cout << jsonDump(w, 2) << "\n";
     } else {
       if (r->lazy)
         std::printf("%s\n", r->note.c_str());

@@ -51,9 +51,7 @@ Result<std::unique_ptr<BlockDevices>> open(const BlockToolGlobal& g) {
 
 void emitOne(const BlockToolGlobal& g, const BlockDeviceInfo& d) {
   if (g.json) {
-    JsonWriter w;
-    writeBlockInfo(w, d);
-    std::cout << w.str() << "\n";
+    std::cout << jsonDump(blockInfoJson(d), 2) << "\n";
   } else {
     printBlockShow(d);
   }
@@ -151,14 +149,12 @@ int cmdAdd(const BlockToolGlobal& g, const std::vector<std::string>& args) {
   auto r = (*bd)->setup(backing.get(), o, g.uid);
   if (!r) return fail(r.error());
   if (g.json) {
-    JsonWriter w;
-    w.beginObject().key("device");
-    writeBlockInfo(w, r->device);
-    w.key("backend-reason").value(r->choice.reason);
-    w.key("notes").beginArray();
-    for (const auto& n : r->notes) w.value(n);
-    w.endArray().endObject();
-    std::cout << w.str() << "\n";
+    Json notes = Json::array();
+    for (const auto& n : r->notes) notes.push_back(jsonBytes(n));
+    Json out = {{"device", blockInfoJson(r->device)},
+                {"backend-reason", jsonBytes(r->choice.reason)},
+                {"notes", std::move(notes)}};
+    std::cout << jsonDump(out, 2) << "\n";
   } else {
     std::printf("%s\n", r->device.path.c_str());
     for (const auto& n : r->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
@@ -213,35 +209,30 @@ int cmdSet(const BlockToolGlobal& g, const std::vector<std::string>& args) {
 
 }  // namespace
 
-void writeBlockInfoFields(JsonWriter& w, const BlockDeviceInfo& d) {
-  w.key("backend").value(d.backend);
-  w.key("workers").value(d.workers);
-  w.key("queue-depth").value(d.queueDepth);
-  w.key("in-flight-max").value(d.inFlightMax);
-  w.key("workers-settable-live").value(d.workersSettableLive);
+void addBlockInfoFields(Json& obj, const BlockDeviceInfo& d) {
+  obj["backend"] = d.backend;
+  obj["workers"] = d.workers;
+  obj["queue-depth"] = d.queueDepth;
+  obj["in-flight-max"] = d.inFlightMax;
+  obj["workers-settable-live"] = d.workersSettableLive;
   if (d.backend == "nbd") {
-    w.key("server-pid").value(static_cast<int64_t>(d.serverPid));
-    w.key("server-alive").value(d.serverAlive);
-    w.key("note").value(d.note);
+    obj["server-pid"] = static_cast<int64_t>(d.serverPid);
+    obj["server-alive"] = d.serverAlive;
+    obj["note"] = jsonBytes(d.note);
   }
 }
 
-void writeBlockInfo(JsonWriter& w, const BlockDeviceInfo& d) {
-  w.beginObject();
-  w.key("name").value(d.path);
-  w.key("back-file").value(utf8Sanitize(d.backingFile));
-  w.key("size").value(d.sizeBytes);
-  w.key("ro").value(d.readOnly);
-  w.key("direct-io").value(d.directIo);
-  w.key("foreign").value(d.foreign);
-  w.key("setup-by-uid");
-  if (d.setupByUid)
-    w.value(*d.setupByUid);
-  else
-    w.null();
-  writeBlockInfoFields(w, d);
-  if (d.backend != "nbd") w.key("note").value(d.note);
-  w.endObject();
+Json blockInfoJson(const BlockDeviceInfo& d) {
+  Json obj = {{"name", jsonBytes(d.path)},
+              {"back-file", jsonBytes(d.backingFile)},
+              {"size", d.sizeBytes},
+              {"ro", d.readOnly},
+              {"direct-io", d.directIo},
+              {"foreign", d.foreign},
+              {"setup-by-uid", d.setupByUid ? Json(*d.setupByUid) : Json(nullptr)}};
+  addBlockInfoFields(obj, d);
+  if (d.backend != "nbd") obj["note"] = jsonBytes(d.note);
+  return obj;
 }
 
 void printBlockRows(const std::vector<BlockDeviceInfo>& devs) {
@@ -290,15 +281,17 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
   if (cmd == "backends") {
     auto a = detectBackends(g.mo.sysRoot, g.mo.devRoot);
     if (g.json) {
-      JsonWriter w;
-      w.beginObject();
-      w.key("loop").beginObject().key("available").value(a.loop).key("note").value(a.loopNote);
-      w.key("hw-queue-depth").value(a.loopHwQueueDepth).endObject();
-      w.key("nbd").beginObject().key("available").value(a.nbd).key("loaded").value(a.nbdLoaded);
-      w.key("note").value(a.nbdNote).key("max-workers").value(kMaxLoopWorkers).endObject();
-      w.key("ublk").beginObject().key("available").value(a.ublk).key("note").value(a.ublkNote);
-      w.endObject().endObject();
-      std::cout << w.str() << "\n";
+      Json out = {{"loop",
+                   {{"available", a.loop},
+                    {"note", jsonBytes(a.loopNote)},
+                    {"hw-queue-depth", a.loopHwQueueDepth}}},
+                  {"nbd",
+                   {{"available", a.nbd},
+                    {"loaded", a.nbdLoaded},
+                    {"note", jsonBytes(a.nbdNote)},
+                    {"max-workers", kMaxLoopWorkers}}},
+                  {"ublk", {{"available", a.ublk}, {"note", jsonBytes(a.ublkNote)}}}};
+      std::cout << jsonDump(out, 2) << "\n";
     } else {
       std::printf("kernel loop: %s (%s; hw_queue_depth %u)\n", a.loop ? "yes" : "no",
                   a.loopNote.c_str(), a.loopHwQueueDepth);
@@ -345,10 +338,9 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
     auto r = m.detach(args[0], g.uid, force);
     if (!r) return fail(r.error());
     if (g.json) {
-      JsonWriter w;
-      w.beginObject().key("name").value(r->name).key("detached").value(r->detached);
-      w.key("note").value(r->note).endObject();
-      std::cout << w.str() << "\n";
+      Json out = {
+          {"name", jsonBytes(r->name)}, {"detached", r->detached}, {"note", jsonBytes(r->note)}};
+      std::cout << jsonDump(out, 2) << "\n";
     } else {
       std::printf("%s %s%s%s\n", r->name.c_str(), r->detached ? "detached" : "NOT detached",
                   r->note.empty() ? "" : ": ", r->note.c_str());

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "daemon/blockdev/devices/backend_devices.h"
-#include "policy/json_writer.h"
+#include "policy/json.h"
 
 namespace cxiosync {
 
@@ -35,8 +35,9 @@ int blockToolCommand(const BlockToolGlobal& g, const std::string& cmd,
 
 // For list/show of any device (JSON fields "backend", "workers", "queue-depth",
 // "in-flight-max", nbd: "server-pid", "server-alive", "connections", "note").
-void writeBlockInfoFields(JsonWriter& w, const BlockDeviceInfo& d);
-void writeBlockInfo(JsonWriter& w, const BlockDeviceInfo& d);
+// File and device names are bytes (policy/json.h).
+void addBlockInfoFields(Json& obj, const BlockDeviceInfo& d);
+Json blockInfoJson(const BlockDeviceInfo& d);
 // Text: rows for nbd devices under the loop table; one show paragraph.
 void printBlockRows(const std::vector<BlockDeviceInfo>& devs);
 void printBlockShow(const BlockDeviceInfo& d);
