@@ -150,6 +150,8 @@ Result<BoostExecutor::RecoverySummary> BoostExecutor::recover(TimePoint now) {
         journal_.path(), loaded->problem, *loaded->movedAsideTo, journal_.path(),
         *loaded->movedAsideTo);
   }
+  if (!loaded->movedAsideTo && !loaded->problem.empty())
+    spdlog::warn("boost journal {}: {}", journal_.path(), loaded->problem);
   recoverUnreadable(loaded->unreadable, summary);
   records_ = std::move(loaded->records);
   if (!records_.empty())

@@ -25,6 +25,10 @@
 #include "policy/formats/trace_event.h"
 #include "policy/json.h"
 
+// The replaced operators pair malloc/free themselves; GCC cannot see that through inlining
+// (nlohmann-json's containers).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 // Counting allocator hooks (this benchmark binary only).
 namespace {
 std::atomic<uint64_t> gAllocs{0};
