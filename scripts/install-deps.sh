@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
   # libraries (sdbus-c++ pinned to the 1.2 API that bookworm ships)
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev
   # runtime pieces for the dbus tier
   dbus
   # the real-kernel VM tier and the demo

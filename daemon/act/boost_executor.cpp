@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "daemon/log/logging.h"
+#include "policy/bytes_text.h"
 
 namespace cxiosync {
 namespace {
@@ -159,6 +160,9 @@ Result<BoostExecutor::RecoverySummary> BoostExecutor::recover(TimePoint now) {
         journal_.path(), loaded->problem, *loaded->movedAsideTo, journal_.path(),
         *loaded->movedAsideTo);
   }
+  if (!loaded->movedAsideTo && !loaded->problem.empty())
+    spdlog::warn("boost journal {}: {}", journal_.path(), loaded->problem);
+  recoverUnreadable(loaded->unreadable, summary);
   records_ = std::move(loaded->records);
   if (!records_.empty())
     spdlog::info("boost journal holds {} boost(s) from a previous run; restoring them",
@@ -189,6 +193,43 @@ Result<BoostExecutor::RecoverySummary> BoostExecutor::recover(TimePoint now) {
   return summary;
 }
 
+// A record that cannot be read stays in the journal and holds its cgroup back until the cgroup
+// is gone, or a person has looked at io.max and removed the record (daemon stopped).
+void BoostExecutor::recoverUnreadable(const std::vector<UnreadableRecord>& unreadable,
+                                      RecoverySummary& summary) {
+  std::vector<UnreadableRecord> keep;
+  for (const auto& u : unreadable) {
+    const std::string who = u.cgroup ? u.cgroup->display() : std::string("(unknown)");
+    if (u.cgroup && u.device) {
+      auto cur = io_.read(*u.cgroup, *u.device, 0);
+      if (!cur && isGoneCode(cur.error().code)) {
+        spdlog::info(
+            "cgroup {} is gone; dropping its unreadable boost record  action=drop-gone "
+            "cgroup={} device={}",
+            who, logQuote(who), u.device->str());
+        continue;
+      }
+    }
+    spdlog::error(
+        "boost journal {}: a record cannot be read ({}); {} — its io.max may still hold a "
+        "lifted value: check it, then remove the record with the daemon stopped  "
+        "action=journal-record-unreadable cgroup={} record={}",
+        journal_.path(), u.reason,
+        u.cgroup ? "cgroup " + who + " is not boosted while it is there"
+                 : std::string("no cgroup is boosted while it is there"),
+        logQuote(who), logQuote(utf8Prefix(u.text, 512)));
+    keep.push_back(u);
+  }
+  summary.unreadable = keep.size();
+  journal_.setUnreadable(std::move(keep));
+}
+
+const UnreadableRecord* BoostExecutor::heldBack(const CgroupPath& cg, const DevNum& dev) const {
+  for (const auto& u : journal_.unreadable())
+    if (!u.cgroup || (*u.cgroup == cg && (!u.device || *u.device == dev))) return &u;
+  return nullptr;
+}
+
 Status BoostExecutor::start(const StartBoost& d, TimePoint now, bool shutdownLiftArg) {
   const bool shutdownLift = shutdownLiftArg || d.shutdownLift;
   const std::string holder = d.cgroup.display();
@@ -202,6 +243,11 @@ Status BoostExecutor::start(const StartBoost& d, TimePoint now, bool shutdownLif
                          logQuote(d.trigger.cgroup.display()), syncSyscallName(d.trigger.syscall));
   if (find(d.cgroup, d.device) != records_.end())
     return makeError("already boosted: " + holder + " " + dev, EEXIST);
+  if (const UnreadableRecord* u = heldBack(d.cgroup, d.device))
+    return makeError("not boosting " + holder + " " + dev +
+                         ": the boost journal holds a record for it that cannot be read (" +
+                         u->reason + ")",
+                     EBUSY);
 
   auto cur = io_.read(d.cgroup, d.device, 0);
   if (!cur) {

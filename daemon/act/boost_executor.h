@@ -66,6 +66,7 @@ class BoostExecutor {
     size_t gone = 0;                        // cgroup vanished
     size_t failed = 0;                      // could not restore: record kept for a retry
     std::optional<std::string> movedAside;  // corrupt journal renamed to this
+    size_t unreadable = 0;                  // records kept unread: their cgroups not boosted
   };
   // Startup, before READY=1: restores every journaled boost (compare-and-restore). Records
   // that cannot be restored now (I/O error) stay in the journal and in active(). Fails only
@@ -73,8 +74,10 @@ class BoostExecutor {
   Result<RecoverySummary> recover(TimePoint now);
 
   // Boost: journal -> write -> read back. Refuses (error, nothing written) when the journal
-  // cannot be written, when the cgroup already carries a boost for the device, or when the
-  // boosted value is not higher. In dry-run mode only logs.
+  // cannot be written, when the cgroup already carries a boost for the device, when the
+  // journal holds a record for it that cannot be read (EBUSY: its io.max may be a value a
+  // daemon lifted, which must never be recorded as an original), or when the boosted value
+  // is not higher. In dry-run mode only logs.
   Status start(const StartBoost& d, TimePoint now, bool shutdownLift = false);
   // Compare-and-restore one boost (keyed by cgroup + device).
   Status restore(const RestoreBoost& d, TimePoint now);
@@ -105,6 +108,8 @@ class BoostExecutor {
   enum class RestoreOutcome { Restored, KeptChanged, Gone, Failed };
   RestoreOutcome restoreOne(const JournalRecord& rec, const char* why, TimePoint now);
   Status persist();
+  void recoverUnreadable(const std::vector<UnreadableRecord>& unreadable, RecoverySummary& summary);
+  const UnreadableRecord* heldBack(const CgroupPath& cg, const DevNum& dev) const;
   std::vector<JournalRecord>::iterator find(const CgroupPath& cg, const DevNum& dev);
 
   IoMaxAccess& io_;

@@ -59,74 +59,65 @@ int64_t msSince(TimePoint now, TimePoint t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(now - t).count();
 }
 
-std::string jsonLimit(const std::optional<uint64_t>& v) {
-  if (!v) return "null";
-  if (*v == kUnlimited) return "\"max\"";
-  return std::to_string(*v);
+Json jsonLimit(const std::optional<uint64_t>& v) {
+  if (!v) return nullptr;
+  if (*v == kUnlimited) return "max";
+  return *v;
+}
+
+Json syncerToJson(const Snapshot& s, const Syncer& sy, const InodeResolver& inodeName) {
+  Json waits = Json::array();
+  for (const auto& [ino, bdi] : sy.waitsOn) {
+    auto p = resolveIno(s, ino, inodeName);
+    waits.push_back({{"cgroup_ino", ino},
+                     {"cgroup", p ? jsonBytes(p->display()) : Json(nullptr)},
+                     {"bdi", bdi.str()}});
+  }
+  return {{"tid", sy.tid},
+          {"pid", sy.pid},
+          {"comm", jsonBytes(sy.comm)},
+          {"cgroup", jsonBytes(sy.cgroup.display())},
+          {"syscall", syncSyscallName(sy.syscall)},
+          {"age_ms", msSince(s.now, sy.since)},
+          {"target_device", sy.targetDevice ? Json(sy.targetDevice->str()) : Json(nullptr)},
+          {"waits_on", std::move(waits)}};
 }
 
 }  // namespace
 
 std::string snapshotToJson(const Snapshot& s, const std::string& detector,
                            const InodeResolver& inodeName) {
-  std::string o = "{\"detector\":" + jsonQuote(detector);
-  o += ",\"wall_ms\":" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::system_clock::now().time_since_epoch())
-                                            .count());
-  o += ",\"syncers\":[";
-  bool first = true;
-  for (const auto& sy : s.syncers) {
-    if (!first) o += ',';
-    first = false;
-    o += "{\"tid\":" + std::to_string(sy.tid) + ",\"pid\":" + std::to_string(sy.pid) +
-         ",\"comm\":" + jsonQuote(sy.comm) + ",\"cgroup\":" + jsonQuote(sy.cgroup.display()) +
-         ",\"syscall\":" + jsonQuote(syncSyscallName(sy.syscall)) +
-         ",\"age_ms\":" + std::to_string(msSince(s.now, sy.since)) + ",\"target_device\":" +
-         (sy.targetDevice ? jsonQuote(sy.targetDevice->str()) : std::string("null")) +
-         ",\"waits_on\":[";
-    bool f2 = true;
-    for (const auto& [ino, bdi] : sy.waitsOn) {
-      if (!f2) o += ',';
-      f2 = false;
-      auto p = resolveIno(s, ino, inodeName);
-      o += "{\"cgroup_ino\":" + std::to_string(ino) +
-           ",\"cgroup\":" + (p ? jsonQuote(p->display()) : std::string("null")) +
-           ",\"bdi\":" + jsonQuote(bdi.str()) + "}";
-    }
-    o += "]}";
-  }
-  o += "],\"cgroups\":[";
-  first = true;
+  Json syncers = Json::array();
+  for (const auto& sy : s.syncers) syncers.push_back(syncerToJson(s, sy, inodeName));
+  Json cgroups = Json::array();
   for (const auto& [p, c] : s.cgroups) {
-    if (!first) o += ',';
-    first = false;
-    o += "{\"path\":" + jsonQuote(p.display()) + ",\"inode\":" + std::to_string(c.inode) +
-         ",\"file_dirty\":" + std::to_string(c.fileDirty) +
-         ",\"file_writeback\":" + std::to_string(c.fileWriteback) + ",\"io_max\":[";
-    bool f2 = true;
-    for (const auto& e : c.ioMax) {
-      if (!f2) o += ',';
-      f2 = false;
-      o += "{\"dev\":" + jsonQuote(e.dev.str()) + ",\"rbps\":" + jsonLimit(e.limits.rbps) +
-           ",\"wbps\":" + jsonLimit(e.limits.wbps) + ",\"riops\":" + jsonLimit(e.limits.riops) +
-           ",\"wiops\":" + jsonLimit(e.limits.wiops) + "}";
-    }
-    o += "]}";
+    Json ioMax = Json::array();
+    for (const auto& e : c.ioMax)
+      ioMax.push_back({{"dev", e.dev.str()},
+                       {"rbps", jsonLimit(e.limits.rbps)},
+                       {"wbps", jsonLimit(e.limits.wbps)},
+                       {"riops", jsonLimit(e.limits.riops)},
+                       {"wiops", jsonLimit(e.limits.wiops)}});
+    cgroups.push_back({{"path", jsonBytes(p.display())},
+                       {"inode", c.inode},
+                       {"file_dirty", c.fileDirty},
+                       {"file_writeback", c.fileWriteback},
+                       {"io_max", std::move(ioMax)}});
   }
-  o += "],\"devices\":{";
-  first = true;
+  Json devices = Json::object();
   for (const auto& [d, lower] : s.devices.lower) {
-    if (!first) o += ',';
-    first = false;
-    o += jsonQuote(d.str()) + ":[";
-    for (size_t i = 0; i < lower.size(); ++i) {
-      if (i) o += ',';
-      o += jsonQuote(lower[i].str());
-    }
-    o += "]";
+    Json& l = devices[d.str()];
+    l = Json::array();
+    for (const auto& dn : lower) l.push_back(dn.str());
   }
-  o += "}}";
-  return o;
+  const int64_t wallMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  return jsonDump({{"detector", detector},
+                   {"wall_ms", wallMs},
+                   {"syncers", std::move(syncers)},
+                   {"cgroups", std::move(cgroups)},
+                   {"devices", std::move(devices)}});
 }
 
 std::string snapshotToText(const Snapshot& s, const std::string& detector,

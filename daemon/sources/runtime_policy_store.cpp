@@ -8,60 +8,76 @@
 #include <cstring>
 #include <ctime>
 
-#include <yaml-cpp/yaml.h>
-
 #include "daemon/kernel/fs.h"
 #include "policy/config/values.h"
-#include "policy/json_writer.h"
+#include "policy/json.h"
 
 namespace cxiosync {
 
 std::string serializeRuntimePolicy(const RuntimeEntries& entries) {
-  JsonWriter w(true);
-  w.beginObject();
-  w.key("version").value(kRuntimePolicyVersion);
-  w.key("cgroups").beginObject();
+  Json cgroups = Json::object();
   for (const auto& [cg, knobs] : entries) {
     if (knobs.empty()) continue;
-    w.key(cg.display()).beginObject();
-    for (const auto& [k, v] : knobs) w.key(k).value(v);
-    w.endObject();
+    Json& k = cgroups[textFromBytes(cg.display())];
+    k = Json::object();
+    for (const auto& [name, value] : knobs) k[name] = value;
   }
-  w.endObject().endObject();
-  return w.str() + "\n";
+  return jsonDump(Json{{"version", kRuntimePolicyVersion}, {"cgroups", std::move(cgroups)}}, 2) +
+         "\n";
 }
 
-Result<RuntimeEntries> parseRuntimePolicy(std::string_view text) {
-  RuntimeEntries out;
-  try {
-    YAML::Node root = YAML::Load(std::string(text));
-    if (!root.IsMap()) return makeError("not a JSON object", EINVAL);
-    if (!root["version"] || root["version"].as<int>() != kRuntimePolicyVersion)
-      return makeError("missing or unsupported \"version\" (expected " +
-                           std::to_string(kRuntimePolicyVersion) + ")",
-                       EINVAL);
-    YAML::Node cgroups = root["cgroups"];
-    if (!cgroups) return out;
-    if (!cgroups.IsMap()) return makeError("\"cgroups\" is not an object", EINVAL);
-    for (const auto& it : cgroups) {
-      const std::string name = it.first.as<std::string>();
-      auto path = CgroupPath::parse(name);
-      if (!path) return makeError("cgroup \"" + name + "\": " + path.error().message, EINVAL);
-      if (!it.second.IsMap())
-        return makeError("cgroup \"" + name + "\": not an object of knobs", EINVAL);
-      auto& knobs = out[*path];
-      for (const auto& kv : it.second) {
-        const std::string knob = kv.first.as<std::string>();
-        const std::string value = kv.second.as<std::string>();
-        PolicySettings probe;
-        if (auto st = setPolicyKnob(probe, knob, value, ValueSource::runtime()); !st)
-          return makeError("cgroup \"" + name + "\": " + knob + ": " + st.error().message, EINVAL);
-        knobs[knob] = value;
-      }
+namespace {
+
+// A knob value as text: written as a string, but a hand-edited number or boolean is read too.
+std::optional<std::string> knobText(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_boolean()) return jsonDump(v);
+  return std::nullopt;
+}
+
+void readCgroup(const std::string& name, const Json& knobsJson, RuntimeEntries& out,
+                std::vector<std::string>* skipped) {
+  auto skip = [&](const std::string& why) {
+    if (skipped) skipped->push_back("cgroup \"" + name + "\": " + why);
+  };
+  auto path = CgroupPath::parse(bytesFromText(name));
+  if (!path) return skip(path.error().message);
+  if (!knobsJson.is_object()) return skip("not an object of knobs");
+  auto& knobs = out[*path];
+  for (const auto& [knob, v] : knobsJson.items()) {
+    auto value = knobText(v);
+    if (!value) {
+      skip(knob + ": not a string");
+      continue;
     }
-  } catch (const YAML::Exception& e) {
-    return makeError(std::string("malformed JSON: ") + e.what(), EINVAL);
+    PolicySettings probe;
+    if (auto st = setPolicyKnob(probe, knob, *value, ValueSource::runtime()); !st) {
+      skip(knob + ": " + st.error().message);
+      continue;
+    }
+    knobs[knob] = *value;
   }
+  if (knobs.empty()) out.erase(*path);
+}
+
+}  // namespace
+
+Result<RuntimeEntries> parseRuntimePolicy(std::string_view text,
+                                          std::vector<std::string>* skipped) {
+  auto root = jsonParse(text);
+  if (!root) return makeError("malformed " + root.error().message, EINVAL);
+  if (!root->is_object()) return makeError("not a JSON object", EINVAL);
+  // A newer version is read for what is understood; no version at all is not our file.
+  auto version = jsonUint(*root, "version");
+  if (!version || *version < static_cast<uint64_t>(kRuntimePolicyVersion))
+    return makeError("missing or unsupported \"version\" (expected " +
+                         std::to_string(kRuntimePolicyVersion) + " or later)",
+                     EINVAL);
+  RuntimeEntries out;
+  const Json* cgroups = jsonMember(*root, "cgroups");
+  if (!cgroups) return out;
+  if (!cgroups->is_object()) return makeError("\"cgroups\" is not an object", EINVAL);
+  for (const auto& [name, knobs] : cgroups->items()) readCgroup(name, knobs, out, skipped);
   return out;
 }
 
@@ -119,9 +135,18 @@ void loadOne(const std::string& path, RuntimeEntries& into, std::vector<std::str
     return;
   }
   if (!text->has_value()) return;
-  auto parsed = parseRuntimePolicy(**text);
+  std::vector<std::string> skipped;
+  auto parsed = parseRuntimePolicy(**text, &skipped);
   if (parsed) {
     into = std::move(*parsed);
+    if (skipped.empty()) return;
+    // The next change rewrites the file without what was skipped (perhaps a newer version's
+    // settings): keep it as it was for a person.
+    std::string copy = path + ".corrupt-" + std::to_string(::time(nullptr));
+    bool kept = writeFileAtomically(copy, **text, 0600).ok();
+    for (const auto& why : skipped)
+      problems.push_back(path + ": " + why + "; skipped" +
+                         (kept ? " (the file as it was: " + copy + ")" : std::string()));
     return;
   }
   std::string aside = path + ".corrupt-" + std::to_string(::time(nullptr));
@@ -143,11 +168,53 @@ RuntimePolicyStore::LoadReport RuntimePolicyStore::load() {
   return r;
 }
 
+namespace {
+
+Status fsyncPath(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return makeError("open " + path + ": " + strerror(errno), errno);
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) return makeError("fsync " + path + ": " + strerror(e), e);
+  return Ok{};
+}
+
+// temp + fsync + rename + fsync(dir): a change the caller was told succeeded survives a power
+// cut. Only on an operator's change, never on the throttled I/O path.
+Status writeFileDurably(const std::string& dir, const std::string& path, std::string_view text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return makeError("open " + tmp + ": " + strerror(errno), errno);
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return makeError("write " + tmp + ": " + strerror(e), e);
+    }
+    done += static_cast<size_t>(n);
+  }
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (rc == 0) e = errno;
+    ::unlink(tmp.c_str());
+    return makeError((rc != 0 ? "fsync " : "rename ") + tmp + ": " + strerror(e), e);
+  }
+  return fsyncPath(dir, O_DIRECTORY);
+}
+
+}  // namespace
+
 Status RuntimePolicyStore::save(const std::string& dir, const std::string& path,
                                 const RuntimeEntries& e) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return makeError("cannot create " + dir + ": " + strerror(errno), errno);
-  return writeFileAtomically(path, serializeRuntimePolicy(e));
+  return writeFileDurably(dir, path, serializeRuntimePolicy(e));
 }
 
 Status RuntimePolicyStore::set(const CgroupPath& cgroup, std::string_view knob, std::string value,

@@ -12,10 +12,13 @@
 // Schema (version 1), knob values in their canonical text (policy/config/values.h):
 //   {"version":1,"cgroups":{"/cg2":{"sync_isolation":"on","boost":"deny"}}}
 //
-// Files are replaced atomically (temp + rename) and never fsync'd: the state dir may sit on
-// the disk whose writeback is throttled, and the daemon must never wait on it. The kernel
-// writes the file back within its usual dirty expiry (ext4's auto_da_alloc orders the data
-// before the rename). A corrupt or unknown-version file is moved aside at load, never fatal.
+// Cgroup names are bytes as text (policy/json.h). Files are replaced with temp + fsync +
+// rename + fsync of the directory (issue 16): a change happens only when an operator makes
+// one, never on the throttled I/O path, and a setting the caller was told is stored must
+// survive a power cut. Reading is tolerant: unknown keys are ignored, a newer version is read
+// for what is understood, a cgroup or knob that cannot be read is skipped (reported, and a
+// copy of the file kept, since the next change rewrites it without them). A file that is not
+// a JSON object with a version is moved aside at load, never fatal.
 #include <map>
 #include <string>
 #include <string_view>
@@ -36,7 +39,9 @@ using RuntimeEntries = std::map<CgroupPath, std::map<std::string, std::string>>;
 
 // Pure: the schema above. Parsing validates every cgroup path, knob name and value.
 std::string serializeRuntimePolicy(const RuntimeEntries& entries);
-Result<RuntimeEntries> parseRuntimePolicy(std::string_view text);
+// Cgroups and knobs that cannot be read are left out, and why is added to `skipped`.
+Result<RuntimeEntries> parseRuntimePolicy(std::string_view text,
+                                          std::vector<std::string>* skipped = nullptr);
 
 // Entries -> the resolver's runtime layer (every value with ValueSource::runtime()).
 std::map<CgroupPath, PolicySettings> runtimeLayerOf(const RuntimeEntries& entries);
@@ -50,7 +55,8 @@ class RuntimePolicyStore {
     std::vector<std::string> problems;         // one line each (moved aside, unreadable)
   };
   // Reads both files (missing = empty). Never fails: problems are reported, bad files are
-  // renamed to `<file>.corrupt-<unix-seconds>` and treated as empty.
+  // renamed to `<file>.corrupt-<unix-seconds>` and treated as empty; a file with entries
+  // that cannot be read is copied there and its other entries are used.
   LoadReport load();
 
   // Sets one knob (value already validated; canonical text). Writes the affected file(s)

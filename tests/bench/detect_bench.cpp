@@ -23,6 +23,7 @@
 #include "daemon/sense/proc_detector.h"
 #include "daemon/sense/snapshot_builder.h"
 #include "policy/cli/command_line.h"
+#include "policy/json.h"
 
 using namespace cxiosync;
 namespace fsys = std::filesystem;
@@ -225,22 +226,21 @@ int main(int argc, char** argv) {
     std::printf("%-10d %8d %14.3f %14.2f %17.4f%% %10zu\n", r.cgroups, r.limited, r.tickCpuMs,
                 r.walkCpuMs, r.cpuPercentAt100ms, r.snapshotCgroups);
   }
+  Json procfs = Json::array(), idle = Json::array();
+  for (const auto& s : scans)
+    procfs.push_back({{"what", s.what},
+                      {"threads", s.threads},
+                      {"cpu_ms_per_pass", s.cpuMsPerPass},
+                      {"wall_ms_per_pass", s.wallMsPerPass},
+                      {"syncers", s.syncers}});
+  for (const auto& r : idles)
+    idle.push_back({{"cgroups", r.cgroups},
+                    {"limited", r.limited},
+                    {"tick_cpu_ms", r.tickCpuMs},
+                    {"walk_cpu_ms", r.walkCpuMs},
+                    {"cpu_percent_at_100ms_ticks", r.cpuPercentAt100ms}});
   std::ofstream j(out);
-  j << "{\"procfs_scan\":[";
-  for (size_t i = 0; i < scans.size(); ++i) {
-    const auto& s = scans[i];
-    j << (i ? "," : "") << "{\"what\":\"" << s.what << "\",\"threads\":" << s.threads
-      << ",\"cpu_ms_per_pass\":" << s.cpuMsPerPass << ",\"wall_ms_per_pass\":" << s.wallMsPerPass
-      << ",\"syncers\":" << s.syncers << "}";
-  }
-  j << "],\"idle\":[";
-  for (size_t i = 0; i < idles.size(); ++i) {
-    const auto& r = idles[i];
-    j << (i ? "," : "") << "{\"cgroups\":" << r.cgroups << ",\"limited\":" << r.limited
-      << ",\"tick_cpu_ms\":" << r.tickCpuMs << ",\"walk_cpu_ms\":" << r.walkCpuMs
-      << ",\"cpu_percent_at_100ms_ticks\":" << r.cpuPercentAt100ms << "}";
-  }
-  j << "]}\n";
+  j << jsonDump({{"procfs_scan", std::move(procfs)}, {"idle", std::move(idle)}}) << "\n";
   std::printf("\nwrote %s\n", out.c_str());
   return 0;
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/json.h"
 #include "policy/planner/planner.h"
 
 // The replaced operators pair malloc/free themselves; GCC cannot see that through inlining.
@@ -282,27 +283,26 @@ int main(int argc, char** argv) {
                 b.steady.cpuUs / a.steady.cpuUs, b.churn.cpuUs / a.churn.cpuUs);
   }
 
+  auto sample = [](const Sample& s) {
+    return Json{{"cpu_median_us", s.cpuUs},
+                {"wall_median_us", s.wallUs},
+                {"wall_p95_us", s.wallP95Us},
+                {"allocs_per_step", s.allocsPerStep},
+                {"decisions", s.decisions}};
+  };
+  Json list = Json::array();
+  for (const Row& r : rows)
+    list.push_back({{"world", r.world},
+                    {"cgroups", r.cgroups},
+                    {"limits", r.limits},
+                    {"dirtiers", r.dirtiers},
+                    {"boosts", r.boosts},
+                    {"first", sample(r.first)},
+                    {"steady", sample(r.steady)},
+                    {"churn", sample(r.churn)}});
   std::ofstream js(out);
-  js << "{\n  \"benchmark\": \"planner_step\",\n  \"syncers\": 100,\n  \"rows\": [\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    auto sample = [&](const char* name, const Sample& s) {
-      js << "      \"" << name << "\": {\"cpu_median_us\": " << s.cpuUs
-         << ", \"wall_median_us\": " << s.wallUs << ", \"wall_p95_us\": " << s.wallP95Us
-         << ", \"allocs_per_step\": " << s.allocsPerStep << ", \"decisions\": " << s.decisions
-         << "}";
-    };
-    js << "    {\n      \"world\": \"" << r.world << "\", \"cgroups\": " << r.cgroups
-       << ", \"limits\": " << r.limits << ", \"dirtiers\": " << r.dirtiers
-       << ", \"boosts\": " << r.boosts << ",\n";
-    sample("first", r.first);
-    js << ",\n";
-    sample("steady", r.steady);
-    js << ",\n";
-    sample("churn", r.churn);
-    js << "\n    }" << (i + 1 < rows.size() ? "," : "") << "\n";
-  }
-  js << "  ]\n}\n";
+  js << jsonDump({{"benchmark", "planner_step"}, {"syncers", 100}, {"rows", std::move(list)}}, 2)
+     << "\n";
   std::printf("wrote %s\n", out.c_str());
   return 0;
 }

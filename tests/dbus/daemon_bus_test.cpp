@@ -366,12 +366,25 @@ TEST_F(RealDaemon, SighupReloadAnnouncesPolicyChanged) {
 }
 
 TEST_F(RealDaemon, CorruptStateFileIsMovedAsideNotFatal) {
-  std::ofstream(tmp_ / "state/runtime-policy.json")
-      << "{\"version\":1,\"cgroups\":{\"/a\":{\"boost\":\"maybe\"}}}";
+  std::ofstream(tmp_ / "state/runtime-policy.json") << "{\"version\":1,\"cgroups\":{\"/a\":{\"bo";
   startDaemon();
   EXPECT_NE(log().find("moved aside"), std::string::npos) << log();
   EXPECT_EQ(ctl({"isolate", "/cg2", "on"}).rc, 0);
   EXPECT_NE(stateFile().find("/cg2"), std::string::npos);
+}
+
+// A setting that cannot be read (a newer daemon's knob, a bad value) is skipped with a
+// warning; the rest of the file applies.
+TEST_F(RealDaemon, UnreadableStateEntryIsSkippedNotFatal) {
+  std::ofstream(tmp_ / "state/runtime-policy.json")
+      << "{\"version\":2,\"cgroups\":{\"/a\":{\"boost\":\"maybe\"},"
+         "\"/cg2\":{\"sync_isolation\":\"off\"}}}";
+  startDaemon();
+  EXPECT_NE(log().find("skipped"), std::string::npos) << log();
+  EXPECT_EQ(log().find("moved aside"), std::string::npos) << log();
+  EXPECT_NE(stateFile().find("/cg2"), std::string::npos) << "still in place";
+  EXPECT_EQ(ctl({"isolate", "/cg2", "on"}).rc, 0);
+  EXPECT_EQ(stateFile().find("maybe"), std::string::npos) << "rewritten without it";
 }
 
 TEST_F(RealDaemon, RunsWithoutABus) {

@@ -100,6 +100,7 @@ Result<ReconcileResult> LoopManager::reconcile() {
     kernel[r.index] = *st;
   }
   auto res = reconcileLoopRecords(std::move(*recs), kernel);
+  for (const auto& why : store_.skipped()) res.dropped.push_back({LoopRecord{}, why});
   if (auto s = store_.save(res.kept); !s) return s.error();
   return res;
 }

@@ -4,14 +4,13 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-#include "policy/json_writer.h"
+#include "policy/json.h"
 
 namespace cxiosync {
 
@@ -36,82 +35,84 @@ std::string stripDeleted(std::string s) {
 }  // namespace
 
 std::string loopRecordsToJson(const std::vector<LoopRecord>& records) {
-  JsonWriter w;
-  w.beginObject().key("version").value(1).key("loops").beginArray();
+  Json loops = Json::array();
   for (const auto& r : records) {
-    w.beginObject();
-    w.key("device").value("loop" + std::to_string(r.index));
-    w.key("index").value(r.index);
-    w.key("uid").value(r.uid);
-    w.key("created").value(r.createdUnix);
-    w.key("backing_dev").value(r.backingFsDevice.str());
-    w.key("backing_inode").value(r.backingInode);
-    w.key("backing_file").value(r.backingFile);
-    w.key("backend").value(r.backend);
-    w.key("options").beginObject();
-    w.key("read_only").value(r.options.readOnly);
-    w.key("offset").value(r.options.offset);
-    w.key("size_limit").value(r.options.sizeLimit);
-    w.key("autoclear").value(r.options.autoclear);
-    w.key("partscan").value(r.options.partscan);
-    w.key("block_size").value(r.options.blockSize);
-    w.key("direct_io").value(directIoModeName(r.options.directIo));
-    w.key("queue_depth").value(r.options.queueDepth);
-    w.endObject();
-    w.key("block_size_chosen").value(r.blockSizeChosen);
-    w.key("block_size_source").value(blockSizeSourceName(r.blockSizeSource));
-    w.key("direct_io_note").value(r.directIoNote);
-    w.endObject();
+    const LoopOptions& o = r.options;
+    loops.push_back({{"device", "loop" + std::to_string(r.index)},
+                     {"index", r.index},
+                     {"uid", r.uid},
+                     {"created", r.createdUnix},
+                     {"backing_dev", r.backingFsDevice.str()},
+                     {"backing_inode", r.backingInode},
+                     {"backing_file", jsonBytes(r.backingFile)},
+                     {"backend", r.backend},
+                     {"options",
+                      {{"read_only", o.readOnly},
+                       {"offset", o.offset},
+                       {"size_limit", o.sizeLimit},
+                       {"autoclear", o.autoclear},
+                       {"partscan", o.partscan},
+                       {"block_size", o.blockSize},
+                       {"direct_io", directIoModeName(o.directIo)},
+                       {"queue_depth", o.queueDepth}}},
+                     {"block_size_chosen", r.blockSizeChosen},
+                     {"block_size_source", blockSizeSourceName(r.blockSizeSource)},
+                     {"direct_io_note", jsonBytes(r.directIoNote)}});
   }
-  w.endArray().endObject();
-  return w.str() + "\n";
+  return jsonDump(Json{{"version", 1}, {"loops", std::move(loops)}}, 2) + "\n";
 }
 
-Result<std::vector<LoopRecord>> loopRecordsFromJson(const std::string& text) {
+namespace {
+
+Result<LoopRecord> loopRecordFromJson(const Json& n) {
+  LoopRecord r;
+  std::string dev, source, directIo;
+  JsonFields f(n);
+  f.require("index").require("uid").require("backing_dev").require("backing_inode");
+  f.num("index", r.index).num("uid", r.uid).num("created", r.createdUnix);
+  f.text("backing_dev", dev).num("backing_inode", r.backingInode);
+  f.bytes("backing_file", r.backingFile).text("backend", r.backend);
+  f.num("block_size_chosen", r.blockSizeChosen).text("block_size_source", source);
+  f.bytes("direct_io_note", r.directIoNote);
+  if (const Json* o = jsonMember(n, "options"); o && f.ok()) {
+    JsonFields of(*o);
+    of.flag("read_only", r.options.readOnly).num("offset", r.options.offset);
+    of.num("size_limit", r.options.sizeLimit).flag("autoclear", r.options.autoclear);
+    of.flag("partscan", r.options.partscan).num("block_size", r.options.blockSize);
+    of.num("queue_depth", r.options.queueDepth).text("direct_io", directIo);
+    if (!of.ok()) return makeError("options: " + of.error(), EINVAL);
+  }
+  if (!f.ok()) return makeError(f.error(), EINVAL);
+  if (r.index < 0) return makeError("negative index", EINVAL);
+  auto dn = parseDevNum(dev);
+  if (!dn) return makeError("backing_dev: " + dn.error().message, EINVAL);
+  r.backingFsDevice = *dn;
+  if (!directIo.empty()) {
+    auto m = parseDirectIoMode(directIo);
+    if (!m) return makeError(m.error().message, EINVAL);
+    r.options.directIo = *m;
+  }
+  if (!source.empty()) r.blockSizeSource = parseBlockSizeSource(source);
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<LoopRecord>> loopRecordsFromJson(const std::string& text,
+                                                    std::vector<std::string>* skipped) {
+  auto root = jsonParse(text);
+  if (!root) return makeError("loop state: " + root.error().message, EINVAL);
+  if (!root->is_object()) return makeError("loop state: not a JSON object", EINVAL);
   std::vector<LoopRecord> out;
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsMap()) return makeError("loop state: not a JSON object", EINVAL);
-    if (root["version"] && root["version"].as<int>() != 1)
-      return makeError("loop state: unsupported version " + root["version"].as<std::string>(),
-                       EINVAL);
-    YAML::Node loops = root["loops"];
-    if (!loops) return out;
-    if (!loops.IsSequence()) return makeError("loop state: \"loops\" is not an array", EINVAL);
-    for (const auto& n : loops) {
-      LoopRecord r;
-      r.index = n["index"].as<int>();
-      if (r.index < 0) return makeError("loop state: negative index", EINVAL);
-      r.uid = n["uid"].as<uint32_t>();
-      if (n["created"]) r.createdUnix = n["created"].as<int64_t>();
-      auto dev = parseDevNum(n["backing_dev"].as<std::string>());
-      if (!dev) return makeError("loop state: backing_dev: " + dev.error().message, EINVAL);
-      r.backingFsDevice = *dev;
-      r.backingInode = n["backing_inode"].as<uint64_t>();
-      if (n["backing_file"]) r.backingFile = n["backing_file"].as<std::string>();
-      if (n["backend"]) r.backend = n["backend"].as<std::string>();
-      if (YAML::Node o = n["options"]) {
-        if (o["read_only"]) r.options.readOnly = o["read_only"].as<bool>();
-        if (o["offset"]) r.options.offset = o["offset"].as<uint64_t>();
-        if (o["size_limit"]) r.options.sizeLimit = o["size_limit"].as<uint64_t>();
-        if (o["autoclear"]) r.options.autoclear = o["autoclear"].as<bool>();
-        if (o["partscan"]) r.options.partscan = o["partscan"].as<bool>();
-        if (o["block_size"]) r.options.blockSize = o["block_size"].as<uint32_t>();
-        if (o["queue_depth"]) r.options.queueDepth = o["queue_depth"].as<uint32_t>();
-        if (o["direct_io"]) {
-          auto m = parseDirectIoMode(o["direct_io"].as<std::string>());
-          if (!m) return makeError("loop state: " + m.error().message, EINVAL);
-          r.options.directIo = *m;
-        }
-      }
-      if (n["block_size_chosen"]) r.blockSizeChosen = n["block_size_chosen"].as<uint32_t>();
-      if (n["block_size_source"])
-        r.blockSizeSource = parseBlockSizeSource(n["block_size_source"].as<std::string>());
-      if (n["direct_io_note"]) r.directIoNote = n["direct_io_note"].as<std::string>();
-      out.push_back(std::move(r));
-    }
-  } catch (const YAML::Exception& e) {
-    return makeError(std::string("loop state: ") + e.what(), EINVAL);
+  const Json* loops = jsonMember(*root, "loops");
+  if (!loops) return out;
+  if (!loops->is_array()) return makeError("loop state: \"loops\" is not an array", EINVAL);
+  for (size_t i = 0; i < loops->size(); ++i) {
+    auto r = loopRecordFromJson((*loops)[i]);
+    if (r)
+      out.push_back(std::move(r.value()));
+    else if (skipped)
+      skipped->push_back("loops[" + std::to_string(i) + "]: " + r.error().message);
   }
   return out;
 }
@@ -140,8 +141,12 @@ Result<std::vector<LoopRecord>> LoopStateStore::load() const {
   auto text = readAll(f.get(), p);
   if (!text) return text.error();
   if (text->empty()) return std::vector<LoopRecord>{};
-  auto r = loopRecordsFromJson(*text);
+  skipped_.clear();
+  auto r = loopRecordsFromJson(*text, &skipped_);
   if (!r) return makeError(p + ": " + r.error().message, r.error().code);
+  for (auto& why : skipped_) why = p + ": " + why + ": skipped";
+  // The next save drops what could not be read: keep the file as it was for a person.
+  if (!skipped_.empty()) (void)writeFileAtomically(p + ".bad", *text, 0600);
   return r;
 }
 

@@ -19,8 +19,12 @@ inline constexpr const char* kLoopStateFile = "loops.json";
 inline constexpr const char* kLoopLockFile = "loops.lock";
 
 std::string loopRecordsToJson(const std::vector<LoopRecord>& records);
-// EINVAL with a message on malformed input; unknown keys are ignored (forward compatible).
-Result<std::vector<LoopRecord>> loopRecordsFromJson(const std::string& text);
+// EINVAL with a message when the text is not a JSON object with a "loops" array. Records are
+// read one by one: one that cannot be read is left out, and why is added to `skipped`;
+// unknown keys and a newer "version" are ignored (forward compatible). backing_file is bytes
+// (policy/json.h).
+Result<std::vector<LoopRecord>> loopRecordsFromJson(const std::string& text,
+                                                    std::vector<std::string>* skipped = nullptr);
 
 class LoopStateStore {
  public:
@@ -30,8 +34,11 @@ class LoopStateStore {
 
   // Exclusive lock for a read-modify-write (creates the run dir, mode 0755, when missing).
   Result<UniqueFd> lock() const;
-  // A missing file is an empty list.
+  // A missing file is an empty list. Records that cannot be read are left out (a device
+  // without a record is foreign: never touched on a user's behalf) and listed in skipped();
+  // the file as it was is copied to loops.json.bad first.
   Result<std::vector<LoopRecord>> load() const;
+  const std::vector<std::string>& skipped() const { return skipped_; }
   // Write to loops.json.tmp (0644), then rename over loops.json.
   Status save(const std::vector<LoopRecord>& records) const;
   // Moves an unreadable file aside (loops.json.bad) so a fresh one can be written.
@@ -39,6 +46,7 @@ class LoopStateStore {
 
  private:
   std::string runDir_;
+  mutable std::vector<std::string> skipped_;
 };
 
 struct ReconcileDrop {

@@ -6,15 +6,16 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <thread>
+#include <utility>
 
-#include "policy/json_writer.h"
+#include "daemon/kernel/fs.h"
+#include "policy/json.h"
 
 namespace cxiosync {
 
@@ -46,56 +47,61 @@ bool ensureNbdModule(const std::string& sysRoot) {
 }  // namespace
 
 std::string nbdRecordsToJson(const std::vector<NbdRecord>& recs) {
-  JsonWriter w;
-  w.beginObject().key("version").value(1).key("nbd").beginArray();
+  Json list = Json::array();
   for (const auto& r : recs) {
-    w.beginObject();
-    w.key("device").value("nbd" + std::to_string(r.index));
-    w.key("index").value(r.index);
-    w.key("uid").value(r.uid);
-    w.key("created").value(r.createdUnix);
-    w.key("server_pid").value(static_cast<int64_t>(r.pid));
-    w.key("workers").value(r.workers);
-    w.key("backing_dev").value(r.backingDev);
-    w.key("backing_inode").value(r.backingInode);
-    w.key("backing_file").value(utf8Sanitize(r.backingFile));
-    w.key("read_only").value(r.readOnly);
-    w.key("direct_io").value(r.directIo);
-    w.key("block_size").value(r.blockSize);
-    w.key("timeout").value(r.timeoutSec);
-    w.endObject();
+    list.push_back({{"device", "nbd" + std::to_string(r.index)},
+                    {"index", r.index},
+                    {"uid", r.uid},
+                    {"created", r.createdUnix},
+                    {"server_pid", static_cast<int64_t>(r.pid)},
+                    {"workers", r.workers},
+                    {"backing_dev", r.backingDev},
+                    {"backing_inode", r.backingInode},
+                    {"backing_file", jsonBytes(r.backingFile)},
+                    {"read_only", r.readOnly},
+                    {"direct_io", r.directIo},
+                    {"block_size", r.blockSize},
+                    {"timeout", r.timeoutSec}});
   }
-  w.endArray().endObject();
-  return w.str() + "\n";
+  return jsonDump(Json{{"version", 1}, {"nbd", std::move(list)}}, 2) + "\n";
 }
 
-Result<std::vector<NbdRecord>> nbdRecordsFromJson(const std::string& text) {
+namespace {
+
+Result<NbdRecord> nbdRecordFromJson(const Json& n) {
+  NbdRecord r;
+  int64_t pid = 0;
+  JsonFields f(n);
+  f.require("index").require("uid").require("server_pid");
+  f.num("index", r.index).num("uid", r.uid).num("server_pid", pid).num("created", r.createdUnix);
+  f.num("workers", r.workers).text("backing_dev", r.backingDev);
+  f.num("backing_inode", r.backingInode).bytes("backing_file", r.backingFile);
+  f.flag("read_only", r.readOnly).flag("direct_io", r.directIo);
+  f.num("block_size", r.blockSize).num("timeout", r.timeoutSec);
+  if (!f.ok()) return makeError(f.error(), EINVAL);
+  if (r.index < 0 || pid <= 0 || !std::in_range<pid_t>(pid))
+    return makeError("bad index or pid", EINVAL);
+  r.pid = static_cast<pid_t>(pid);
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<NbdRecord>> nbdRecordsFromJson(const std::string& text,
+                                                  std::vector<std::string>* skipped) {
+  auto root = jsonParse(text);
+  if (!root) return makeError("nbd state: " + root.error().message, EINVAL);
+  if (!root->is_object()) return makeError("nbd state: not a JSON object", EINVAL);
   std::vector<NbdRecord> out;
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsMap()) return makeError("nbd state: not a JSON object", EINVAL);
-    YAML::Node l = root["nbd"];
-    if (!l) return out;
-    if (!l.IsSequence()) return makeError("nbd state: \"nbd\" is not an array", EINVAL);
-    for (const auto& n : l) {
-      NbdRecord r;
-      r.index = n["index"].as<int>();
-      r.uid = n["uid"].as<uint32_t>();
-      r.pid = static_cast<pid_t>(n["server_pid"].as<int64_t>());
-      if (r.index < 0 || r.pid <= 0) return makeError("nbd state: bad index or pid", EINVAL);
-      if (n["created"]) r.createdUnix = n["created"].as<int64_t>();
-      if (n["workers"]) r.workers = n["workers"].as<int>();
-      if (n["backing_dev"]) r.backingDev = n["backing_dev"].as<std::string>();
-      if (n["backing_inode"]) r.backingInode = n["backing_inode"].as<uint64_t>();
-      if (n["backing_file"]) r.backingFile = n["backing_file"].as<std::string>();
-      if (n["read_only"]) r.readOnly = n["read_only"].as<bool>();
-      if (n["direct_io"]) r.directIo = n["direct_io"].as<bool>();
-      if (n["block_size"]) r.blockSize = n["block_size"].as<uint32_t>();
-      if (n["timeout"]) r.timeoutSec = n["timeout"].as<uint32_t>();
-      out.push_back(std::move(r));
-    }
-  } catch (const YAML::Exception& e) {
-    return makeError(std::string("nbd state: ") + e.what(), EINVAL);
+  const Json* l = jsonMember(*root, "nbd");
+  if (!l) return out;
+  if (!l->is_array()) return makeError("nbd state: \"nbd\" is not an array", EINVAL);
+  for (size_t i = 0; i < l->size(); ++i) {
+    auto r = nbdRecordFromJson((*l)[i]);
+    if (r)
+      out.push_back(std::move(r.value()));
+    else if (skipped)
+      skipped->push_back("nbd[" + std::to_string(i) + "]: " + r.error().message);
   }
   return out;
 }
@@ -135,11 +141,15 @@ Result<std::vector<NbdRecord>> NbdManager::load() {
   auto t = readAll(f.get(), p);
   if (!t) return t.error();
   if (t->empty()) return std::vector<NbdRecord>{};
-  auto r = nbdRecordsFromJson(*t);
+  std::vector<std::string> skipped;
+  auto r = nbdRecordsFromJson(*t, &skipped);
   if (!r) {
     ::rename(p.c_str(), (p + ".bad").c_str());
     return std::vector<NbdRecord>{};
   }
+  // A record left out makes its device foreign (never touched on a user's behalf); the next
+  // save drops it, so keep the file as it was for a person.
+  if (!skipped.empty()) (void)writeFileAtomically(p + ".bad", *t, 0600);
   return r;
 }
 

@@ -43,7 +43,11 @@ struct NbdRecord {
   uint32_t timeoutSec = 0;
 };
 std::string nbdRecordsToJson(const std::vector<NbdRecord>& r);
-Result<std::vector<NbdRecord>> nbdRecordsFromJson(const std::string& text);
+// Like loopRecordsFromJson (daemon/blockdev/loop/loop_state.h): EINVAL only when the text is
+// not an object with an "nbd" array; records that cannot be read are left out, with why in
+// `skipped`; unknown keys and a newer "version" are ignored; backing_file is bytes.
+Result<std::vector<NbdRecord>> nbdRecordsFromJson(const std::string& text,
+                                                  std::vector<std::string>* skipped = nullptr);
 
 // "nbd3", "/dev/nbd3" -> 3; EINVAL otherwise (a bare number is a loop device's).
 Result<int> parseNbdName(std::string_view text);

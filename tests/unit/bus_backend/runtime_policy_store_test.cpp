@@ -61,15 +61,92 @@ TEST(RuntimePolicyFormat, RoundTripsAndValidates) {
   EXPECT_EQ(layer[P("/cg2")].syncIsolation->source.describe(), "runtime");
   EXPECT_EQ(layer[P("/a/b")].boostCeiling->value.bytesPerSecond, 10485760u);
 
-  for (const char* bad :
-       {"", "[]", "{\"cgroups\":{}}", "{\"version\":2,\"cgroups\":{}}",
-        "{\"version\":1,\"cgroups\":[]}", "{\"version\":1,\"cgroups\":{\"/../x\":{}}}",
-        "{\"version\":1,\"cgroups\":{\"/a\":{\"bogus\":\"1\"}}}",
-        "{\"version\":1,\"cgroups\":{\"/a\":{\"boost\":\"maybe\"}}}", "{\"version\":1,"}) {
+  for (const char* bad : {"", "[]", "{\"cgroups\":{}}", "{\"version\":0,\"cgroups\":{}}",
+                          "{\"version\":1,\"cgroups\":[]}", "{\"version\":1,"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(parseRuntimePolicy(bad));
   }
   EXPECT_TRUE(parseRuntimePolicy("{\"version\":1}"));
+}
+
+// runtime-policy.json exactly as the daemon wrote it before nlohmann-json.
+TEST(RuntimePolicyFormat, ReadsTodaysFormatIdentically) {
+  const std::string today = R"({
+  "version": 1,
+  "cgroups": {
+    "/a/b": {
+      "boost": "deny",
+      "boost_ceiling": "10485760"
+    },
+    "/cg2": {
+      "sync_isolation": "on"
+    }
+  }
+}
+)";
+  auto back = parseRuntimePolicy(today);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[P("/a/b")]["boost_ceiling"], "10485760");
+  EXPECT_EQ(serializeRuntimePolicy(*back), today);
+}
+
+TEST(RuntimePolicyFormat, ToleratesOtherVersionsAndSkipsWhatItCannotRead) {
+  std::vector<std::string> skipped;
+  auto back = parseRuntimePolicy(
+      R"({"version":3,"written_by":"x","cgroups":{
+           "/ok":{"boost":"deny","future_knob":"7","sync_isolation":["on"]},
+           "/../x":{"boost":"deny"},
+           "/num":{"boost_ceiling":1048576},
+           "/bad":"deny",
+           "/caf\u00e9\\xff":{"boost":"deny"}}})",
+      &skipped);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->size(), 3u);
+  EXPECT_EQ((*back)[P("/ok")], (std::map<std::string, std::string>{{"boost", "deny"}}));
+  EXPECT_EQ((*back)[P("/num")]["boost_ceiling"], "1048576") << "a hand-edited number";
+  EXPECT_TRUE(back->count(P("/caf\xc3\xa9\xff"))) << "cgroup names are bytes";
+  EXPECT_EQ(skipped.size(), 4u);  // future_knob, sync_isolation, /../x, /bad
+
+  RuntimeEntries e;
+  e[P("/caf\xc3\xa9\xff\\x41")]["boost"] = "deny";
+  auto again = parseRuntimePolicy(serializeRuntimePolicy(e));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, e);
+}
+
+TEST_F(StoreTest, EntriesThatCannotBeReadAreSkippedAndTheFileKept) {
+  fs::create_directories(dir_ / "state");
+  const std::string text =
+      "{\"version\":2,\"cgroups\":{\"/a\":{\"boost\":\"deny\"},\"/b\":{\"boost\":\"maybe\"}}}";
+  std::ofstream(dir_ / "state/runtime-policy.json") << text;
+  RuntimePolicyStore s(state(), run());
+  auto rep = s.load();
+  EXPECT_EQ(rep.persistent, 1u);
+  ASSERT_EQ(rep.problems.size(), 1u);
+  EXPECT_NE(rep.problems[0].find("\"/b\""), std::string::npos) << rep.problems[0];
+  EXPECT_TRUE(s.has(P("/a")));
+  EXPECT_TRUE(fs::exists(dir_ / "state/runtime-policy.json")) << "still in use";
+  size_t copies = 0;
+  for (const auto& f : fs::directory_iterator(dir_ / "state"))
+    if (f.path().filename().string().starts_with("runtime-policy.json.corrupt-")) {
+      ++copies;
+      EXPECT_EQ(slurp(f.path()), text);
+    }
+  EXPECT_EQ(copies, 1u);
+}
+
+TEST_F(StoreTest, TruncatedFileIsMovedAside) {
+  RuntimeEntries e;
+  e[P("/a")]["boost"] = "deny";
+  const std::string text = serializeRuntimePolicy(e);
+  fs::create_directories(dir_ / "state");
+  std::ofstream(dir_ / "state/runtime-policy.json") << text.substr(0, text.size() - 5);
+  RuntimePolicyStore s(state(), run());
+  auto rep = s.load();
+  ASSERT_EQ(rep.problems.size(), 1u);
+  EXPECT_NE(rep.problems[0].find("moved aside"), std::string::npos) << rep.problems[0];
+  EXPECT_TRUE(s.layer().empty());
 }
 
 TEST_F(StoreTest, PersistentAndRuntimeFilesAndPrecedence) {
@@ -122,7 +199,7 @@ TEST_F(StoreTest, BadValuesAndWriteFailuresChangeNothing) {
 
 TEST_F(StoreTest, CorruptFileIsMovedAside) {
   fs::create_directories(dir_ / "state");
-  std::ofstream(dir_ / "state/runtime-policy.json") << "{\"version\":7}";
+  std::ofstream(dir_ / "state/runtime-policy.json") << "{\"cgroups\":{}}";
   RuntimePolicyStore s(state(), run());
   auto rep = s.load();
   ASSERT_EQ(rep.problems.size(), 1u);

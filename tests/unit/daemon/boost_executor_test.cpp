@@ -264,6 +264,54 @@ TEST_F(ExecutorTest, RecoveryMovesACorruptJournalAsideAndCarriesOn) {
   EXPECT_TRUE(ex.start(boostOf("/cg1", dev(254, 0), kMiB), t0));
 }
 
+// A record that cannot be read may describe a boost still in force: its io.max holds a lifted
+// value, and boosting again would journal that value as the "original".
+TEST_F(ExecutorTest, AnUnreadableRecordHoldsItsCgroupBack) {
+  io.add(cg("/cg2"), 24);
+  io.set(cg("/cg2"), dev(254, 0), {std::nullopt, kUnlimited, std::nullopt, std::nullopt});
+  io.add(cg("/cg3"), 25);
+  io.set(cg("/cg3"), dev(254, 0), {std::nullopt, kMiB, std::nullopt, std::nullopt});
+  writeFile(dir.file("boosts.json"),
+            "{\"version\":1,\"boosts\":[\n"
+            "{\"cgroup\":\"/cg2\",\"device\":\"254:0\",\"original\":{\"wbps\":1048576,"
+            "\"wfuture\":1},\"boosted\":{\"wbps\":\"max\"},\"started_mono_usec\":1},\n"
+            "{\"cgroup\":\"/gone\",\"device\":\"254:0\",\"original\":7}]}\n");
+  BoostExecutor ex(io, journal, false);
+  auto summary = ex.recover(t0);
+  ASSERT_TRUE(summary);
+  EXPECT_FALSE(summary->movedAside);
+  EXPECT_EQ(summary->unreadable, 1u) << "the record of a cgroup that is gone is dropped";
+  auto held = ex.start(boostOf("/cg2", dev(254, 0), kMiB), t0);
+  ASSERT_FALSE(held);
+  EXPECT_EQ(held.error().code, EBUSY);
+  EXPECT_EQ(io.get(cg("/cg2"), dev(254, 0)).wbps, kUnlimited) << "io.max untouched";
+  EXPECT_TRUE(ex.start(boostOf("/cg3", dev(254, 0), kMiB), t0)) << "other cgroups are boosted";
+  auto loaded = Journal(dir.path()).load();
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->records.size(), 1u);
+  ASSERT_EQ(loaded->unreadable.size(), 1u) << "kept across rewrites";
+  EXPECT_NE(loaded->unreadable[0].text.find("wfuture"), std::string::npos);
+  EXPECT_EQ(loaded->unreadable[0].cgroup, cg("/cg2"));
+  // And across a restart.
+  Journal again(dir.path());
+  BoostExecutor next(io, again, false);
+  ASSERT_TRUE(next.recover(t0));
+  EXPECT_FALSE(next.start(boostOf("/cg2", dev(254, 0), kMiB), t0));
+}
+
+TEST_F(ExecutorTest, AnUnreadableRecordWithoutACgroupHoldsEveryCgroup) {
+  writeFile(dir.file("boosts.json"), "{\"version\":1,\"boosts\":[\n{\"cgro");
+  BoostExecutor ex(io, journal, false);
+  auto summary = ex.recover(t0);
+  ASSERT_TRUE(summary);
+  ASSERT_TRUE(summary->movedAside);
+  EXPECT_EQ(summary->unreadable, 1u);
+  auto held = ex.start(boostOf("/cg1", dev(254, 0), kMiB), t0);
+  ASSERT_FALSE(held);
+  EXPECT_EQ(held.error().code, EBUSY);
+  EXPECT_EQ(io.get(cg("/cg1"), dev(254, 0)).wbps, kMiB);
+}
+
 TEST_F(ExecutorTest, RecoveryRefusesWhenTheJournalCannotBeRead) {
   if (geteuid() == 0) {
     // root reads mode-000 files; use a directory in the journal's place instead.

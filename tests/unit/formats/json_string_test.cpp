@@ -1,4 +1,5 @@
-// policy/json.h: the one JSON string writer every layer uses.
+// policy/json.h: nlohmann-json helpers (dump that never throws, tolerant typed reads) and the
+// CLI's compatibility jsonQuote.
 #include "policy/json.h"
 
 #include <gtest/gtest.h>
@@ -48,21 +49,50 @@ TEST(JsonString, Utf8PassesInvalidBytesBecomeReplacementCharacters) {
   EXPECT_EQ(jsonQuote("\xff\"x"), R"("\ufffd\"x")");
 }
 
-TEST(JsonString, RawKeepsEveryByteButStillEscapesControls) {
-  EXPECT_EQ(jsonQuote("/a\xff\xfe\x80"
-                      "b",
-                      JsonBytes::Raw),
-            "\"/a\xff\xfe\x80"
-            "b\"");
-  EXPECT_EQ(jsonQuote("caf\xc3\xa9", JsonBytes::Raw), "\"caf\xc3\xa9\"");
-  EXPECT_EQ(jsonQuote("\"\\\n\x01\x7f", JsonBytes::Raw), R"("\"\\\n\u0001\u007f")");
+TEST(Json, DumpNeverThrowsAndBytesRoundTrip) {
+  // A byte string that skipped jsonBytes: U+FFFD, not an exception.
+  EXPECT_EQ(jsonDump(Json{{"k", std::string("a\xff")}}), "{\"k\":\"a\xef\xbf\xbd\"}");
+  EXPECT_EQ(jsonDump(Json{{"k", jsonBytes("a\xff\\x41")}}), R"({"k":"a\\xff\\x41"})");
+  EXPECT_EQ(jsonDump(Json{{"b", 1}, {"a", 2}}), R"({"b":1,"a":2})") << "insertion order";
+  EXPECT_EQ(jsonDump(Json{{"a", Json::array()}, {"o", Json::object()}}, 2),
+            "{\n  \"a\": [],\n  \"o\": {}\n}");
 }
 
-TEST(JsonString, AppendsAfterWhatIsThere) {
-  std::string out = "{\"k\":";
-  appendJsonString(out, "v");
-  appendJsonString(out, "\xff", JsonBytes::Raw);
-  EXPECT_EQ(out, "{\"k\":\"v\"\"\xff\"");
+TEST(Json, ParseErrorsAreValues) {
+  EXPECT_FALSE(jsonParse(""));
+  EXPECT_FALSE(jsonParse("{\"a\":"));
+  EXPECT_FALSE(jsonParse("\"\xff\""));  // not UTF-8
+  EXPECT_FALSE(jsonParse("[1] x"));
+  EXPECT_TRUE(jsonParse(" {\"a\":[1,2,{}]} \n"));
+  EXPECT_FALSE(jsonParse(std::string(100000, '[')));
+}
+
+TEST(Json, FieldsReadByTypeAndRange) {
+  auto j = jsonParse(R"({"i":-3,"u":4294967296,"b":true,"s":"x\\xffy","f":1.5,"n":null})");
+  ASSERT_TRUE(j);
+  int i = 0;
+  int64_t big = 0;
+  uint32_t small = 9;
+  bool b = false;
+  std::string s, t;
+  JsonFields f(*j);
+  f.num("i", i).num("u", big).flag("b", b).bytes("s", s).text("s", t).num("missing", small);
+  ASSERT_TRUE(f.ok()) << f.error();
+  EXPECT_EQ(i, -3);
+  EXPECT_EQ(big, 4294967296);
+  EXPECT_TRUE(b);
+  EXPECT_EQ(s, "x\xffy");
+  EXPECT_EQ(t, "x\\xffy");
+  EXPECT_EQ(small, 9u) << "missing keys leave the field";
+  EXPECT_FALSE(JsonFields(*j).num("u", small).ok()) << "out of range";
+  EXPECT_FALSE(JsonFields(*j).num("i", small).ok()) << "negative";
+  EXPECT_FALSE(JsonFields(*j).num("f", i).ok()) << "fraction";
+  EXPECT_FALSE(JsonFields(*j).flag("n", b).ok());
+  EXPECT_FALSE(JsonFields(*j).text("i", s).ok());
+  EXPECT_FALSE(JsonFields(*j).require("nope").ok());
+  EXPECT_FALSE(JsonFields(Json::array()).ok());
+  EXPECT_EQ(jsonUint(*j, "i"), std::nullopt);
+  EXPECT_EQ(jsonInt(*j, "u"), 4294967296);
 }
 
 // Every byte, alone and before and after text: the Utf8 output is valid UTF-8 with no raw
@@ -82,12 +112,6 @@ TEST(JsonString, EveryByteGivesValidUtf8WithoutControls) {
       size_t n = utf8SequenceLength(q, i);
       ASSERT_NE(n, 0u) << "invalid UTF-8 at " << i;
       i += n;
-    }
-    std::string raw = jsonQuote(in, JsonBytes::Raw);
-    if (b >= 0x80) {
-      EXPECT_EQ(raw, "\"" + in + "\"");
-    } else {
-      EXPECT_EQ(raw, q);
     }
   }
 }

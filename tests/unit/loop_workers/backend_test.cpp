@@ -161,7 +161,32 @@ TEST(NbdState, RecordsRoundTrip) {
   EXPECT_EQ(b.backingFile, r.backingFile);
   EXPECT_TRUE(b.directIo);
   EXPECT_FALSE(nbdRecordsFromJson("[1,2]"));
-  EXPECT_FALSE(nbdRecordsFromJson("{\"nbd\": [{\"index\": 1, \"uid\": 0, \"server_pid\": 0}]}"));
+  // A record that cannot be read is left out (its device is then foreign), with the reason.
+  std::vector<std::string> skipped;
+  auto bad =
+      nbdRecordsFromJson("{\"nbd\": [{\"index\": 1, \"uid\": 0, \"server_pid\": 0}]}", &skipped);
+  ASSERT_TRUE(bad);
+  EXPECT_TRUE(bad->empty());
+  EXPECT_EQ(skipped.size(), 1u);
+}
+
+TEST(NbdState, ToleratesOtherVersionsAndKeepsBytes) {
+  NbdRecord r;
+  r.index = 2;
+  r.pid = 4242;
+  r.backingFile = "/mnt/\xff\\x41.img";
+  std::string text = nbdRecordsToJson({r, r});
+  text.replace(text.find("\"version\": 1"), 12, "\"version\": 2, \"extra\": [true]");
+  text.replace(text.find("\"workers\""), 0, "\"new_key\": {\"a\": 1}, ");
+  text.replace(text.rfind("\"server_pid\": 4242"), 18, "\"server_pid\": -4");
+  std::vector<std::string> skipped;
+  auto back = nbdRecordsFromJson(text, &skipped);
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].backingFile, r.backingFile);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("nbd[1]"), std::string::npos) << skipped[0];
+  EXPECT_FALSE(nbdRecordsFromJson(text.substr(0, text.size() / 2))) << "truncated";
 }
 
 TEST(NbdState, Names) {

@@ -124,7 +124,7 @@ TEST_F(SnapshotBuilderTest, JsonAndTextShowSyncersAndLimits) {
   Syncer s;
   s.tid = 133;
   s.pid = 130;
-  s.comm = "sy\"nc";
+  s.comm = "sy\"nc\xff";  // a command name is bytes: written as \xff text
   s.cgroup = p("/cg2");
   s.since = Clock::now();
   s.waitsOn.push_back({tree.inode("cg1"), DevNum{254, 0}});
@@ -133,7 +133,7 @@ TEST_F(SnapshotBuilderTest, JsonAndTextShowSyncersAndLimits) {
   ASSERT_TRUE(snap.ok());
   std::string j = snapshotToJson(*snap, "tracefs");
   EXPECT_NE(j.find("\"tid\":133"), std::string::npos) << j;
-  EXPECT_NE(j.find("\"comm\":\"sy\\\"nc\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"comm\":\"sy\\\"nc\\\\xff\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"syscall\":\"sync\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"cgroup\":\"/cg1\",\"bdi\":\"254:0\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"cgroup_ino\":1,\"cgroup\":null"), std::string::npos) << j;
