@@ -129,37 +129,4 @@ JsonFields& JsonFields::bytes(std::string_view key, std::string& out) {
   return *this;
 }
 
-std::string jsonQuote(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('"');
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    const char* esc = c == '"'    ? "\\\""
-                      : c == '\\' ? "\\\\"
-                      : c == '\n' ? "\\n"
-                      : c == '\t' ? "\\t"
-                      : c == '\r' ? "\\r"
-                                  : nullptr;
-    if (esc) {
-      out += esc;
-      ++i;
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\u00";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-      ++i;
-    } else if (size_t n = utf8SequenceLength(s, i); n == 0) {
-      out += "\\ufffd";
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 }  // namespace cxiosync

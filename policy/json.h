@@ -76,10 +76,4 @@ class JsonFields {
   std::string error_;
 };
 
-// Compatibility for the CLI's hand-written JSON (dbus/ctl/json.*, until it renders through
-// Json too): `s` as a JSON string with quotes; RFC 8259 escapes for '"', '\\', \n, \t, \r,
-// \u00XX (lower-case) for other control bytes and DEL; each byte that is not valid UTF-8
-// becomes \ufffd.
-std::string jsonQuote(std::string_view s);
-
 }  // namespace cxiosync

@@ -48,6 +48,5 @@ class Json {
 };
 
 // "\"...\"" with JSON escapes; invalid UTF-8 bytes become U+FFFD (policy/json.h).
-using cxiosync::jsonQuote;
 
 }  // namespace cxiosync::ctl

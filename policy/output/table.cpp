@@ -45,9 +45,7 @@ Json jsonNumber(double v) {
 }
 
 std::string jsonDump(const Json& j, bool pretty) {
-  // Cells hold valid UTF-8 only (Cell::text/bytes); `replace` keeps a stray byte from a
-  // caller-built value from throwing.
-  return j.dump(pretty ? 2 : -1, ' ', false, Json::error_handler_t::replace);
+  return ::cxiosync::jsonDump(j, pretty ? 2 : -1);
 }
 
 Cell Cell::null(std::string human) {

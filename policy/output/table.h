@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "policy/json.h"
 
 namespace cxiosync::output {
 
-using Json = nlohmann::ordered_json;
+using ::cxiosync::Json;
 
 // A JSON number for a double: integral values below 1e15 as integers ("7", not "7.0": what
 // the metrics samples always printed), NaN and infinities as null.

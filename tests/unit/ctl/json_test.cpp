@@ -26,15 +26,5 @@ TEST(Json, Numbers) {
   EXPECT_EQ(Json(1.0 / 0.0).dump(false), "null");
 }
 
-TEST(Json, Escapes) {
-  EXPECT_EQ(jsonQuote("a\"b\\c\n\t\x01"), R"("a\"b\\c\n\t\u0001")");
-  EXPECT_EQ(jsonQuote("→ ok"), "\"→ ok\"");
-  // Invalid UTF-8 (a stray continuation byte, a truncated sequence, an overlong '/').
-  EXPECT_EQ(jsonQuote("\x80"), R"("\ufffd")");
-  EXPECT_EQ(jsonQuote("a\xe2\x86"), R"("a\ufffd\ufffd")");
-  EXPECT_EQ(jsonQuote("\xc0\xaf"), R"("\ufffd\ufffd")");
-  EXPECT_EQ(jsonQuote("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");  // a surrogate
-}
-
 }  // namespace
 }  // namespace cxiosync::ctl
