@@ -12,6 +12,7 @@
 #include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
 #include "dbus/authorizer.h"
 #include "dbus/loop_server.h"
+#include "dbus/reply.h"
 #include "dbus/sdbus_compat.h"
 #include "dbus/validate.h"
 #include "dbus/wire.h"
@@ -37,7 +38,8 @@ sdbus::Error accessDenied(const std::string& message) {
 
 // A change that passed validation: what to run once authorized, and how to announce it.
 struct Mutation {
-  std::string what;  // for the authorization message: "set sync_isolation on /a"
+  const char* method = "";  // "SetIsolation", for the log
+  std::string what;         // for the authorization message: "set sync_isolation on /a"
   MethodOptions options;
   std::function<Status(const ChangeOptions&)> apply;
   std::string cgroup, knob, value;  // PolicyChanged arguments
@@ -52,13 +54,14 @@ MethodOptions parseOptionsOrThrow(const wire::Options& options, bool allowRuntim
   return *parsed;
 }
 
+// The escaped form of a name that is not UTF-8 ("/\xff") names that cgroup (wire::text).
 CgroupPath cgroupOrThrow(const std::string& text) {
-  auto parsed = parseCgroupArg(text);
+  auto parsed = parseCgroupText(text);
   if (!parsed) throw toSdbus(parsed.error());
   return *parsed;
 }
 
-// Runs a read handler: sdbus::Error passes through, everything else becomes Error.Failed
+// Runs a handler's work: sdbus::Error passes through, everything else becomes Error.Failed
 // (sdbus-c++ 1.2 aborts the process on any other exception escaping a handler).
 using LogFn = std::function<void(BusLogLevel, const std::string&)>;
 
@@ -82,6 +85,17 @@ auto guarded(const LogFn& log, const char* method, F&& f) -> decltype(f()) {
   } catch (...) {
     logSafely(log, BusLogLevel::Warning, std::string(method) + ": internal error");
     throw compat::error(kFailed, std::string(method) + ": internal error");
+  }
+}
+
+// A property getter's value or error: sdbus-c++ builds that reply itself (properties have no
+// asynchronous form), so the message is made text here rather than in reply.h.
+template <class F>
+auto propertyValue(const LogFn& log, const char* name, F&& f) -> decltype(f()) {
+  try {
+    return guarded(log, name, std::forward<F>(f));
+  } catch (const sdbus::Error& e) {
+    throw compat::error(e.getName(), wire::text(e.getMessage()));
   }
 }
 
@@ -122,13 +136,18 @@ struct BusServer::Impl {
   void authorizeLoop(LoopAuthRequest request, std::function<void(uint32_t)> allowed,
                      std::function<void(const std::string&)> denied);
   void finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m, uint32_t uid);
+  void replyError(const std::shared_ptr<sdbus::Result<>>& result, const char* method,
+                  const sdbus::Error& e) {
+    reply::error(*result, method, e, options.log);
+  }
   void emitPolicyChanged(const std::string& cgroup, const std::string& knob,
                          const std::string& value, const std::string& source);
   void refreshProperties();
   void note(BusLogLevel level, const std::string& message) {
     logSafely(options.log, level, message);
   }
-  void refuse(const std::shared_ptr<sdbus::Result<>>& result, const std::string& message);
+  void refuse(const std::shared_ptr<sdbus::Result<>>& result, const char* method,
+              const std::string& message);
 };
 
 namespace {
@@ -146,15 +165,29 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
  private:
   ManagerBackend& backend() { return impl_.backend; }
 
-  std::map<std::string, sdbus::Variant> GetStatus(const wire::Options& options) override {
-    return guarded(impl_.options.log, "GetStatus", [&] {
+  // A read: run `f` (validation, the backend, toWire), then send its value or its error
+  // through reply.h, the one place replies leave.
+  template <class T, class F>
+  void read(sdbus::Result<T>&& result, const char* method, F&& f) {
+    const sdbus::Result<T> r = std::move(result);
+    try {
+      T value = guarded(impl_.options.log, method, std::forward<F>(f));
+      reply::results(r, method, impl_.options.log, value);
+    } catch (const sdbus::Error& e) {
+      reply::error(r, method, e, impl_.options.log);
+    }
+  }
+
+  void GetStatus(sdbus::Result<wire::Options>&& result, wire::Options options) override {
+    read(std::move(result), "GetStatus", [&] {
       parseOptionsOrThrow(options, false);
       return wire::toWire(backend().status());
     });
   }
 
-  std::vector<wire::Cgroup> ListCgroups(const wire::Options& options) override {
-    return guarded(impl_.options.log, "ListCgroups", [&] {
+  void ListCgroups(sdbus::Result<std::vector<wire::Cgroup>>&& result,
+                   wire::Options options) override {
+    read(std::move(result), "ListCgroups", [&] {
       parseOptionsOrThrow(options, false);
       auto list = backend().listCgroups();
       if (!list) throw toSdbus(list.error());
@@ -164,8 +197,9 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     });
   }
 
-  wire::Cgroup ShowCgroup(const std::string& cgroup, const wire::Options& options) override {
-    return guarded(impl_.options.log, "ShowCgroup", [&] {
+  void ShowCgroup(sdbus::Result<wire::Cgroup>&& result, std::string cgroup,
+                  wire::Options options) override {
+    read(std::move(result), "ShowCgroup", [&] {
       auto path = cgroupOrThrow(cgroup);
       parseOptionsOrThrow(options, false);
       auto info = backend().showCgroup(path);
@@ -174,8 +208,9 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     });
   }
 
-  std::vector<wire::Boost> ListBoosts(const wire::Options& options) override {
-    return guarded(impl_.options.log, "ListBoosts", [&] {
+  void ListBoosts(sdbus::Result<std::vector<wire::Boost>>&& result,
+                  wire::Options options) override {
+    read(std::move(result), "ListBoosts", [&] {
       parseOptionsOrThrow(options, false);
       std::vector<wire::Boost> out;
       for (const auto& b : backend().listBoosts()) out.push_back(wire::toWire(b));
@@ -183,8 +218,9 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     });
   }
 
-  std::vector<wire::Syncer> ListSyncers(const wire::Options& options) override {
-    return guarded(impl_.options.log, "ListSyncers", [&] {
+  void ListSyncers(sdbus::Result<std::vector<wire::Syncer>>&& result,
+                   wire::Options options) override {
+    read(std::move(result), "ListSyncers", [&] {
       parseOptionsOrThrow(options, false);
       std::vector<wire::Syncer> out;
       for (const auto& s : backend().listSyncers()) out.push_back(wire::toWire(s));
@@ -192,8 +228,10 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     });
   }
 
-  std::string GetMetrics(const wire::Options& options) override {
-    return guarded(impl_.options.log, "GetMetrics", [&] {
+  // The text is the backend's (formatMetrics escapes label values itself, metrics.cpp); were
+  // it not UTF-8, reply.h answers Error.Failed rather than dropping the reply.
+  void GetMetrics(sdbus::Result<std::string>&& result, wire::Options options) override {
+    read(std::move(result), "GetMetrics", [&] {
       parseOptionsOrThrow(options, false);
       return backend().metrics();
     });
@@ -282,35 +320,31 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     impl_.loops->setup(std::move(result), std::move(fd), options, sender);
   }
 
-  std::vector<wire::LoopEntry> LoopList(const wire::Options& options) override {
-    return guarded(impl_.options.log, "LoopList", [&] { return impl_.loops->list(options); });
+  void LoopList(sdbus::Result<std::vector<wire::LoopEntry>>&& result,
+                wire::Options options) override {
+    read(std::move(result), "LoopList", [&] { return impl_.loops->list(options); });
   }
 
   // Property getters run inside sdbus callbacks too: same rule, never let anything escape.
   std::string Version() override {
-    return guarded(impl_.options.log, "Get(Version)", [&] { return backend().status().version; });
+    return propertyValue(impl_.options.log, "Get(Version)",
+                         [&] { return wire::text(backend().status().version); });
   }
   std::string Detector() override {
-    return guarded(impl_.options.log, "Get(Detector)", [&] { return backend().status().detector; });
+    return propertyValue(impl_.options.log, "Get(Detector)",
+                         [&] { return wire::text(backend().status().detector); });
   }
   bool DryRun() override {
-    return guarded(impl_.options.log, "Get(DryRun)", [&] { return backend().status().dryRun; });
+    return propertyValue(impl_.options.log, "Get(DryRun)",
+                         [&] { return backend().status().dryRun; });
   }
   uint32_t ActiveBoosts() override {
-    return guarded(impl_.options.log, "Get(ActiveBoosts)",
-                   [&] { return backend().status().activeBoosts; });
+    return propertyValue(impl_.options.log, "Get(ActiveBoosts)",
+                         [&] { return backend().status().activeBoosts; });
   }
 
   BusServer::Impl& impl_;
 };
-
-void replyError(const std::shared_ptr<sdbus::Result<>>& result, const sdbus::Error& e) {
-  try {
-    result->returnError(e);
-  } catch (...) {
-    // The caller went away or the connection broke: nothing left to tell anyone.
-  }
-}
 
 }  // namespace
 
@@ -321,10 +355,10 @@ BusServer::Impl::~Impl() {
   adaptor.reset();
 }
 
-void BusServer::Impl::refuse(const std::shared_ptr<sdbus::Result<>>& result,
+void BusServer::Impl::refuse(const std::shared_ptr<sdbus::Result<>>& result, const char* method,
                              const std::string& message) {
   note(BusLogLevel::Info, "refused: " + message);
-  replyError(result, accessDenied(message));
+  replyError(result, method, accessDenied(message));
 }
 
 void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
@@ -333,16 +367,17 @@ void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
   try {
     // Validation first: nothing is touched, nobody is asked, for bad input.
     auto m = std::make_shared<Mutation>(prepare());
+    m->method = method;
     std::string sender = compat::currentSender(adaptor->object());
     authorizeThen(shared, std::move(m), sender);
   } catch (const sdbus::Error& e) {
-    replyError(shared, e);
+    replyError(shared, method, e);
   } catch (const std::exception& e) {
     note(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
-    replyError(shared,
+    replyError(shared, method,
                compat::error(kFailed, std::string(method) + ": internal error: " + e.what()));
   } catch (...) {
-    replyError(shared, compat::error(kFailed, std::string(method) + ": internal error"));
+    replyError(shared, method, compat::error(kFailed, std::string(method) + ": internal error"));
   }
 }
 
@@ -426,10 +461,10 @@ void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
         try {
           askPolkit(result, m, sender, uid);
         } catch (...) {
-          replyError(result, compat::error(kFailed, "authorization: internal error"));
+          replyError(result, m->method, compat::error(kFailed, "authorization: internal error"));
         }
       },
-      [this, result](const std::string& message) { refuse(result, message); });
+      [this, result, m](const std::string& message) { refuse(result, m->method, message); });
 }
 
 void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
@@ -441,10 +476,10 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
         try {
           finish(result, *m, uid);
         } catch (...) {
-          replyError(result, compat::error(kFailed, "authorization: internal error"));
+          replyError(result, m->method, compat::error(kFailed, "authorization: internal error"));
         }
       },
-      [this, result](const std::string& message) { refuse(result, message); });
+      [this, result, m](const std::string& message) { refuse(result, m->method, message); });
 }
 
 void BusServer::Impl::authorizeLoop(LoopAuthRequest request, std::function<void(uint32_t)> allowed,
@@ -486,18 +521,15 @@ void BusServer::Impl::finish(const std::shared_ptr<sdbus::Result<>>& result, con
     note(BusLogLevel::Warning, status.error().message);
   }
   if (!status) {
-    replyError(result, toSdbus(status.error()));
+    replyError(result, m.method, toSdbus(status.error()));
     return;
   }
   std::string done = "uid " + std::to_string(uid) + ": " + m.what;
   if (!m.knob.empty()) done += " to " + m.value;
   if (m.options.runtime) done += " (runtime)";
   note(BusLogLevel::Notice, done);
-  try {
-    result->returnResults();
-  } catch (...) {
-    // Caller gone; the change is made all the same: still announce it.
-  }
+  // Caller gone or not: the change is made all the same, so it is announced.
+  reply::results(*result, m.method, options.log);
   emitPolicyChanged(m.cgroup, m.knob, m.value, m.knob.empty() ? "" : "runtime");
   refreshProperties();
 }
@@ -505,7 +537,8 @@ void BusServer::Impl::finish(const std::shared_ptr<sdbus::Result<>>& result, con
 void BusServer::Impl::emitPolicyChanged(const std::string& cgroup, const std::string& knob,
                                         const std::string& value, const std::string& source) {
   try {
-    adaptor->emitPolicyChanged(cgroup, knob, value, source);
+    adaptor->emitPolicyChanged(wire::text(cgroup), wire::text(knob), wire::text(value),
+                               wire::text(source));
   } catch (...) {
   }
 }
@@ -652,16 +685,18 @@ bool BusServer::process() {
 
 void BusServer::syncDetected(const SyncerInfo& s) {
   try {
-    impl_->adaptor->emitSyncDetected(s.tid, s.pid, s.comm, s.cgroup.display(), s.syscall);
+    impl_->adaptor->emitSyncDetected(s.tid, s.pid, wire::text(s.comm),
+                                     wire::text(s.cgroup.display()), wire::text(s.syscall));
   } catch (...) {
   }
 }
 
 void BusServer::boostStarted(const BoostInfo& b) {
   try {
-    impl_->adaptor->emitBoostStarted(b.cgroup.display(), b.dirtier.display(), b.device.str(),
+    impl_->adaptor->emitBoostStarted(wire::text(b.cgroup.display()),
+                                     wire::text(b.dirtier.display()), b.device.str(),
                                      b.original.wbps.value_or(kUnlimited),
-                                     b.boosted.wbps.value_or(kUnlimited), b.reason);
+                                     b.boosted.wbps.value_or(kUnlimited), wire::text(b.reason));
   } catch (...) {
   }
   impl_->refreshProperties();
@@ -669,8 +704,8 @@ void BusServer::boostStarted(const BoostInfo& b) {
 
 void BusServer::boostEnded(const BoostInfo& b, const std::string& reason) {
   try {
-    impl_->adaptor->emitBoostEnded(b.cgroup.display(), b.dirtier.display(), b.device.str(), reason,
-                                   b.durationUsec);
+    impl_->adaptor->emitBoostEnded(wire::text(b.cgroup.display()), wire::text(b.dirtier.display()),
+                                   b.device.str(), wire::text(reason), b.durationUsec);
   } catch (...) {
   }
   impl_->refreshProperties();

@@ -6,6 +6,7 @@
 
 #include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
 #include "dbus/bus_server.h"
+#include "dbus/reply.h"
 #include "dbus/sdbus_compat.h"
 
 namespace cxiosync::dbus {
@@ -22,13 +23,10 @@ sdbus::Error notSupportedError() {
                        "the loop manager failed to start; see the daemon's log)");
 }
 
+// Replies leave through reply.h (escaped messages; Error.Failed for one that cannot be built).
 template <class R>
-void replyError(R& result, const sdbus::Error& e) {
-  try {
-    result->returnError(e);
-  } catch (...) {
-    // The caller went away: nothing left to tell anyone.
-  }
+void replyError(const std::shared_ptr<R>& result, const sdbus::Error& e) {
+  reply::error(*result, "org.cxiosync1.Loop", e, {});
 }
 
 std::string describeSetup(const LoopSetupOptions& o) {
@@ -96,8 +94,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   T prop(const char* name, F&& f) {
     try {
       return f(current());
-    } catch (const sdbus::Error&) {
-      throw;
+    } catch (const sdbus::Error& e) {
+      // A getter's error reply is built by sdbus-c++: its message must be text already.
+      throw compat::error(e.getName(), wire::text(e.getMessage()));
     } catch (const std::exception& e) {
       throw compat::error(kFailed, std::string("Get(") + name + "): internal error: " + e.what());
     } catch (...) {
@@ -131,10 +130,7 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
           server.log(BusLogLevel::Notice,
                      "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : ""));
           server.updated(name, *r);
-          try {
-            shared->returnResults();
-          } catch (...) {
-          }
+          reply::results(*shared, what.c_str(), {});
         });
   }
 
@@ -197,19 +193,16 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
                      "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : "") +
                          (r->lazy ? " (lazy: still in use, detaches on last close)" : ""));
           if (r->detached) server.markGone(name);
-          try {
-            shared->returnResults(r->lazy);
-          } catch (...) {
-          }
+          reply::results(*shared, "Detach", {}, r->lazy);
         });
   }
 
   std::string Device() override {
-    return prop<std::string>("Device", [](const LoopInfo& d) { return wire::validUtf8(d.device); });
+    return prop<std::string>("Device", [](const LoopInfo& d) { return wire::text(d.device); });
   }
   std::string BackingFile() override {
     return prop<std::string>("BackingFile",
-                             [](const LoopInfo& d) { return wire::validUtf8(d.backingFile); });
+                             [](const LoopInfo& d) { return wire::text(d.backingFile); });
   }
   uint64_t Offset() override {
     return prop<uint64_t>("Offset", [](const LoopInfo& d) { return d.offset; });
@@ -233,18 +226,19 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     return prop<bool>("DirectIO", [](const LoopInfo& d) { return d.directIo; });
   }
   std::string DirectIOMode() override {
-    return prop<std::string>("DirectIOMode", [](const LoopInfo& d) { return d.directIoMode; });
+    return prop<std::string>("DirectIOMode",
+                             [](const LoopInfo& d) { return wire::text(d.directIoMode); });
   }
   std::string DirectIONote() override {
     return prop<std::string>("DirectIONote",
-                             [](const LoopInfo& d) { return wire::validUtf8(d.directIoNote); });
+                             [](const LoopInfo& d) { return wire::text(d.directIoNote); });
   }
   uint32_t BlockSize() override {
     return prop<uint32_t>("BlockSize", [](const LoopInfo& d) { return d.blockSize; });
   }
   std::string BlockSizeSource() override {
     return prop<std::string>("BlockSizeSource",
-                             [](const LoopInfo& d) { return d.blockSizeSource; });
+                             [](const LoopInfo& d) { return wire::text(d.blockSizeSource); });
   }
   uint32_t SetupByUid() override {
     return prop<uint32_t>("SetupByUid", [](const LoopInfo& d) { return d.setupByUid; });
@@ -257,19 +251,22 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     return prop<bool>("Foreign", [](const LoopInfo& d) { return d.foreign; });
   }
   std::string ForeignOwner() override {
-    return prop<std::string>("ForeignOwner", [](const LoopInfo& d) { return d.foreignOwner; });
+    return prop<std::string>("ForeignOwner",
+                             [](const LoopInfo& d) { return wire::text(d.foreignOwner); });
   }
   std::string BackingDevice() override {
-    return prop<std::string>("BackingDevice", [](const LoopInfo& d) { return d.backingDevice; });
+    return prop<std::string>("BackingDevice",
+                             [](const LoopInfo& d) { return wire::text(d.backingDevice); });
   }
   std::string BackingDisk() override {
-    return prop<std::string>("BackingDisk", [](const LoopInfo& d) { return d.backingDisk; });
+    return prop<std::string>("BackingDisk",
+                             [](const LoopInfo& d) { return wire::text(d.backingDisk); });
   }
   uint32_t RequestDepth() override {
     return prop<uint32_t>("RequestDepth", [](const LoopInfo& d) { return d.requestDepth; });
   }
   std::string Backend() override {
-    return prop<std::string>("Backend", [](const LoopInfo& d) { return d.backend; });
+    return prop<std::string>("Backend", [](const LoopInfo& d) { return wire::text(d.backend); });
   }
 
   LoopServer& server_;
@@ -432,11 +429,12 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
           if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
           log(BusLogLevel::Notice, line);
           exportDevice(d);
+          // Should the caller have gone, the device stays (it is recorded and listed).
           try {
             sdbus::UnixFd devFd(r->deviceFd.release(), sdbus::adopt_fd);
-            shared->returnResults(sdbus::ObjectPath(wire::loopObjectPath(d.name)), devFd);
+            reply::results(*shared, "LoopSetup", log_,
+                           sdbus::ObjectPath(wire::loopObjectPath(d.name)), devFd);
           } catch (...) {
-            // The caller went away; the device stays (it is recorded and listed).
           }
         },
         [this, shared, backing](const std::string& message) {

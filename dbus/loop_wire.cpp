@@ -3,6 +3,8 @@
 #include <cerrno>
 
 #include "dbus/sdbus_compat.h"
+#include "dbus/wire.h"
+#include "policy/quote.h"
 
 namespace cxiosync::dbus::wire {
 
@@ -33,42 +35,10 @@ bool validLoopName(const std::string& name) {
   return !(name.size() > 5 && name[4] == '0');
 }
 
-std::string validUtf8(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool ok = n > 0 && i + n <= s.size() && !(n == 1 && c == 0);
-    for (size_t k = 1; ok && k < n; ++k) {
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    }
-    if (ok && n == 2 && c < 0xc2) ok = false;  // overlong
-    if (ok && n == 3) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0))
-        ok = false;  // overlong, UTF-16 surrogates
-    }
-    if (ok && n == 4) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xf0 && c1 < 0x90) || c > 0xf4 || (c == 0xf4 && c1 >= 0x90)) ok = false;
-    }
-    if (ok) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += "\xef\xbf\xbd";
-      i += 1;
-    }
-  }
-  return out;
-}
-
 LoopProps toWire(const LoopInfo& d) {
   LoopProps p;
-  p["Device"] = sdbus::Variant(validUtf8(d.device));
-  p["BackingFile"] = sdbus::Variant(validUtf8(d.backingFile));
+  p["Device"] = sdbus::Variant(text(d.device));
+  p["BackingFile"] = sdbus::Variant(text(d.backingFile));
   p["Offset"] = sdbus::Variant(d.offset);
   p["SizeLimit"] = sdbus::Variant(d.sizeLimit);
   p["Size"] = sdbus::Variant(d.sizeBytes);
@@ -76,18 +46,18 @@ LoopProps toWire(const LoopInfo& d) {
   p["Autoclear"] = sdbus::Variant(d.autoclear);
   p["PartScan"] = sdbus::Variant(d.partscan);
   p["DirectIO"] = sdbus::Variant(d.directIo);
-  p["DirectIOMode"] = sdbus::Variant(d.directIoMode);
-  p["DirectIONote"] = sdbus::Variant(validUtf8(d.directIoNote));
+  p["DirectIOMode"] = sdbus::Variant(text(d.directIoMode));
+  p["DirectIONote"] = sdbus::Variant(text(d.directIoNote));
   p["BlockSize"] = sdbus::Variant(d.blockSize);
-  p["BlockSizeSource"] = sdbus::Variant(d.blockSizeSource);
+  p["BlockSizeSource"] = sdbus::Variant(text(d.blockSizeSource));
   p["SetupByUid"] = sdbus::Variant(d.setupByUid);
   p["SetupRealtimeUsec"] = sdbus::Variant(d.setupRealtimeUsec);
   p["Foreign"] = sdbus::Variant(d.foreign);
-  p["ForeignOwner"] = sdbus::Variant(d.foreignOwner);
-  p["BackingDevice"] = sdbus::Variant(d.backingDevice);
-  p["BackingDisk"] = sdbus::Variant(d.backingDisk);
+  p["ForeignOwner"] = sdbus::Variant(text(d.foreignOwner));
+  p["BackingDevice"] = sdbus::Variant(text(d.backingDevice));
+  p["BackingDisk"] = sdbus::Variant(text(d.backingDisk));
   p["RequestDepth"] = sdbus::Variant(d.requestDepth);
-  p["Backend"] = sdbus::Variant(d.backend);
+  p["Backend"] = sdbus::Variant(text(d.backend));
   return p;
 }
 
@@ -147,16 +117,14 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
     } else if (key == "direct_io") {
       if (st = want("s"); st) opt.directIo = v.get<std::string>();
     } else {
-      std::string shown = validUtf8(key.substr(0, 64));
-      return invalid("unknown option '" + shown +
-                     "' for LoopSetup (known: read_only, offset, size_limit, block_size, "
+      return invalid("unknown option " + quoteForMessage(key) +
+                     " for LoopSetup (known: read_only, offset, size_limit, block_size, "
                      "direct_io, autoclear, partscan, interactive)");
     }
     if (!st) return st.error();
   }
   if (opt.directIo != "auto" && opt.directIo != "on" && opt.directIo != "off") {
-    return invalid("direct_io '" + validUtf8(opt.directIo.substr(0, 64)) +
-                   "' is not one of: auto, on, off");
+    return invalid("direct_io " + quoteForMessage(opt.directIo) + " is not one of: auto, on, off");
   }
   const uint32_t b = opt.blockSize;
   if (b != 0 && (b < 512 || b > 65536 || (b & (b - 1)) != 0)) {
@@ -196,7 +164,7 @@ Result<LoopCallOptions> parseLoopCallOptions(const std::map<std::string, sdbus::
     } else if (key == "all" && listCall) {
       target = &r.all;
     } else {
-      return invalid("unknown option '" + validUtf8(key.substr(0, 64)) + "' for this method");
+      return invalid("unknown option " + quoteForMessage(key) + " for this method");
     }
     if (std::string type = compat::typeOf(v); type != "b") {
       return invalid("option '" + key + "' must be a boolean (b), got type '" + type + "'");

@@ -25,6 +25,7 @@ std::string loopNameOfPath(const std::string& path);
 // Whether `name` is loopN (N decimal, no sign, at most 9 digits).
 bool validLoopName(const std::string& name);
 
+// Every string goes through wire::text (a backing file's name is any bytes).
 LoopProps toWire(const LoopInfo& d);
 // Unknown keys are ignored; a known key with the wrong type is EPROTO.
 Result<LoopInfo> loopFromWire(const LoopProps& props);
@@ -46,8 +47,5 @@ struct LoopCallOptions {
 };
 Result<LoopCallOptions> parseLoopCallOptions(const std::map<std::string, sdbus::Variant>& o,
                                              bool listCall);
-
-// UTF-8 check; invalid bytes become U+FFFD (D-Bus strings must be valid UTF-8).
-std::string validUtf8(const std::string& text);
 
 }  // namespace cxiosync::dbus::wire

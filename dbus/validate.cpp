@@ -1,5 +1,6 @@
 #include "dbus/validate.h"
 
+#include "policy/bytes_text.h"
 #include "policy/quote.h"
 
 #include <cerrno>
@@ -20,6 +21,10 @@ Result<CgroupPath> parseCgroupArg(std::string_view text) {
   auto parsed = CgroupPath::parse(text);
   if (!parsed) return invalid(parsed.error().message);
   return parsed;
+}
+
+Result<CgroupPath> parseCgroupText(std::string_view text) {
+  return parseCgroupArg(bytesFromText(text));
 }
 
 Result<BoostPermission> parseBoostPermission(std::string_view text) {

@@ -18,6 +18,13 @@ namespace cxiosync::dbus {
 // path is relative to it); existence and symlinks are the backend's check.
 Result<CgroupPath> parseCgroupArg(std::string_view text);
 
+// A cgroup argument as it arrives on the bus or the command line: text, in which \xNN stands
+// for a byte of the name that is not UTF-8 (the one escape of policy/bytes_text.h, the form
+// every reply and signal writes names in). Decoded to the name's bytes, then parseCgroupArg.
+// Decoding yields only bytes >= 0x80 and '\\', never '/', '.', NUL or a control byte, so it
+// cannot make a path that the text form would not pass.
+Result<CgroupPath> parseCgroupText(std::string_view text);
+
 Result<BoostPermission> parseBoostPermission(std::string_view text);  // "allow" | "deny"
 const char* boostPermissionName(BoostPermission p);
 

@@ -4,6 +4,7 @@
 
 #include "dbus/sdbus_compat.h"
 #include "dbus/validate.h"
+#include "policy/bytes_text.h"
 
 namespace cxiosync::dbus {
 
@@ -30,7 +31,18 @@ LimitsView limitsView(const Limits4& l) {
   return LimitsView{l.get<0>(), l.get<1>(), l.get<2>(), l.get<3>()};
 }
 
+std::vector<std::string> texts(const std::vector<std::string>& bytes) {
+  std::vector<std::string> out;
+  out.reserve(bytes.size());
+  for (const auto& b : bytes) out.push_back(text(b));
+  return out;
+}
+
 }  // namespace
+
+std::string text(std::string_view bytes) {
+  return textFromBytes(bytes);
+}
 
 std::string describeSource(const ValueSource& source) {
   switch (source.kind) {
@@ -65,17 +77,17 @@ std::vector<PolicyRow> policyRows(const EffectivePolicy& p) {
 
 Options toWire(const StatusInfo& s) {
   Options o;
-  o["version"] = sdbus::Variant(s.version);
-  o["detector"] = sdbus::Variant(s.detector);
+  o["version"] = sdbus::Variant(text(s.version));
+  o["detector"] = sdbus::Variant(text(s.detector));
   o["dry_run"] = sdbus::Variant(s.dryRun);
-  o["state"] = sdbus::Variant(s.state);
-  o["state_detail"] = sdbus::Variant(s.stateDetail);
+  o["state"] = sdbus::Variant(text(s.state));
+  o["state_detail"] = sdbus::Variant(text(s.stateDetail));
   o["started_realtime_usec"] = sdbus::Variant(s.startedRealtimeUsec);
-  o["cgroup_root"] = sdbus::Variant(s.cgroupRoot);
+  o["cgroup_root"] = sdbus::Variant(text(s.cgroupRoot));
   o["active_boosts"] = sdbus::Variant(s.activeBoosts);
   o["active_syncers"] = sdbus::Variant(s.activeSyncers);
   o["boosts_total"] = sdbus::Variant(s.boostsTotal);
-  o["config_files"] = sdbus::Variant(s.configFiles);
+  o["config_files"] = sdbus::Variant(texts(s.configFiles));
   return o;
 }
 
@@ -88,27 +100,30 @@ Cgroup toWire(const CgroupInfo& c) {
   std::vector<Effective> effective;
   for (const auto& e : c.effectiveLimits) {
     effective.emplace_back(e.device.str(), e.wbps, e.wiops,
-                           e.wbps == kUnlimited ? std::string() : e.wbpsHolder.display(),
-                           e.wiops == kUnlimited ? std::string() : e.wiopsHolder.display());
+                           e.wbps == kUnlimited ? std::string() : text(e.wbpsHolder.display()),
+                           e.wiops == kUnlimited ? std::string() : text(e.wiopsHolder.display()));
   }
   std::vector<Policy> policy;
-  for (auto& row : policyRows(c.policy)) policy.emplace_back(row.knob, row.value, row.source);
-  return Cgroup{c.path.display(), std::move(limits), std::move(effective),
-                c.fileDirty,      c.fileWriteback,   std::move(policy),
-                c.boosted};
+  for (auto& row : policyRows(c.policy))
+    policy.emplace_back(text(row.knob), text(row.value), text(row.source));
+  return Cgroup{
+      text(c.path.display()), std::move(limits), std::move(effective), c.fileDirty, c.fileWriteback,
+      std::move(policy),      c.boosted};
 }
 
 Boost toWire(const BoostInfo& b) {
-  return Boost{b.cgroup.display(), b.dirtier.display(),   b.device.str(), limits4(b.original),
-               limits4(b.boosted), b.startedRealtimeUsec, b.durationUsec, b.syncerTids,
-               b.reason,           b.shutdownLift};
+  return Boost{text(b.cgroup.display()), text(b.dirtier.display()),
+               b.device.str(),           limits4(b.original),
+               limits4(b.boosted),       b.startedRealtimeUsec,
+               b.durationUsec,           b.syncerTids,
+               text(b.reason),           b.shutdownLift};
 }
 
 Syncer toWire(const SyncerInfo& s) {
-  return Syncer{s.tid,          s.pid,
-                s.comm,         s.cgroup.display(),
-                s.syscall,      s.targetDevice ? s.targetDevice->str() : std::string(),
-                s.durationUsec, s.state};
+  return Syncer{s.tid,           s.pid,
+                text(s.comm),    text(s.cgroup.display()),
+                text(s.syscall), s.targetDevice ? s.targetDevice->str() : std::string(),
+                s.durationUsec,  text(s.state)};
 }
 
 Result<StatusView> statusFromWire(const Options& o) {

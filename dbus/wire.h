@@ -4,6 +4,7 @@
 // backend structs → wire (server), wire → views (client).
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <sdbus-c++/sdbus-c++.h>
@@ -25,11 +26,20 @@ using Boost = sdbus::Struct<std::string, std::string, std::string, Limits4, Limi
 using Syncer = sdbus::Struct<int64_t, int64_t, std::string, std::string, std::string, std::string,
                              uint64_t, std::string>;
 
+// Daemon bytes (cgroup and file names, command names, messages quoting them) as D-Bus text:
+// D-Bus strings must be UTF-8, kernel names need not be (a cgroup `$'\xff'` made in a
+// delegated subtree, a comm set by prctl), and one such string makes sd-bus refuse the whole
+// reply or signal (issue 16). policy/bytes_text.h's textFromBytes, the one reversible \xNN
+// escape; inputs that name a cgroup accept it back (parseCgroupText). Every string the
+// server sends goes through here: toWire below, the signals, and error messages (reply.h).
+std::string text(std::string_view bytes);
+
 // "default", "runtime", "FILE:LINE", "FILE", or "config"/"drop-in" when no file is known.
 std::string describeSource(const ValueSource& source);
 // The (knob, value, source) rows of an effective policy, in IDL order.
 std::vector<PolicyRow> policyRows(const EffectivePolicy& policy);
 
+// Every string in these goes through text().
 Options toWire(const StatusInfo& s);
 Cgroup toWire(const CgroupInfo& c);
 Boost toWire(const BoostInfo& b);

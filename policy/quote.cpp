@@ -1,12 +1,15 @@
 #include "policy/quote.h"
 
+#include "policy/bytes_text.h"
+
 namespace cxiosync {
 
 std::string quoteForMessage(std::string_view text) {
   constexpr size_t kShown = 64;
+  const std::string_view shown = utf8Prefix(text, kShown);
   std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
-    auto c = static_cast<unsigned char>(text[i]);
+  for (char ch : shown) {
+    auto c = static_cast<unsigned char>(ch);
     if (c < 0x20 || c == 0x7f) {
       static constexpr char kHex[] = "0123456789abcdef";
       out += "\\x";
@@ -16,7 +19,7 @@ std::string quoteForMessage(std::string_view text) {
       out += static_cast<char>(c);
     }
   }
-  if (text.size() > kShown) out += "...";
+  if (shown.size() < text.size()) out += "...";
   out += "'";
   return out;
 }

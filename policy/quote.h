@@ -6,7 +6,11 @@
 
 namespace cxiosync {
 
-// 'TEXT' with control bytes as \xNN and at most 64 bytes shown ("..." when cut).
+// 'TEXT' with control bytes as \x0a-style escapes and at most 64 bytes of TEXT shown ("..."
+// when cut). The cut never splits a UTF-8 character: a message cut inside one is not valid
+// UTF-8, and sd-bus then drops the whole error reply (the caller waited 25 s; issue 16).
+// Bytes that are not UTF-8 stay bytes here: the message is daemon bytes like any other, and
+// the boundary turns it into text once (textFromBytes, policy/bytes_text.h).
 std::string quoteForMessage(std::string_view text);
 
 }  // namespace cxiosync

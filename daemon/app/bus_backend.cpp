@@ -10,6 +10,7 @@
 #include "daemon/sense/detector.h"
 #include "daemon/sources/config_loader.h"
 #include "dbus/bus_server.h"
+#include "policy/bytes_text.h"
 #include "policy/config/values.h"
 #include "policy/model/effective_limit.h"
 
@@ -394,7 +395,10 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   dbus::BusServerOptions so;
   so.bus = *target;
   so.loopBackend = loops;
-  so.log = [](dbus::BusLogLevel level, const std::string& message) {
+  // The server's lines quote cgroup names and callers' input as bytes: logged as text, in the
+  // escape D-Bus and logQuote use (a line that is not UTF-8 is a blob to journald).
+  so.log = [](dbus::BusLogLevel level, const std::string& bytes) {
+    const std::string message = textFromBytes(bytes);
     switch (level) {
       case dbus::BusLogLevel::Notice:
         spdlog::info("D-Bus: {}", message);

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "daemon/kernel/fs.h"
+#include "policy/bytes_text.h"
 
 namespace cxiosync {
 namespace {
@@ -38,8 +39,11 @@ void labelled(std::string& out, const char* name, const char* label,
 }  // namespace
 
 std::string escapeLabelValue(const std::string& v) {
+  // Label values are UTF-8 in the text format, and the textfile collector rejects the whole
+  // file for one that is not (a cgroup named $'\xff', issue 16): bytes go through the one
+  // escape of policy/bytes_text.h first, so "/\xff" here names the cgroup as D-Bus does.
   std::string out;
-  for (char c : v) {
+  for (char c : textFromBytes(v)) {
     if (c == '\\')
       out += "\\\\";
     else if (c == '"')

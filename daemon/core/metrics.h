@@ -40,7 +40,8 @@ struct MetricsSnapshot {
 
 std::string formatMetrics(const MetricsSnapshot& m);
 
-// Label value escaping of the text format (\\, \", \n).
+// A label value of the text format: bytes as UTF-8 text (textFromBytes, policy/bytes_text.h),
+// then the format's escapes (\\, \", \n).
 std::string escapeLabelValue(const std::string& v);
 
 class MetricsFile {

@@ -8,6 +8,8 @@
 #define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
+#include "policy/bytes_text.h"
+
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
@@ -122,11 +124,15 @@ std::optional<spdlog::level::level_enum> parseLogLevel(std::string_view s) {
   return std::nullopt;
 }
 
-std::string logQuote(std::string_view value) {
+std::string logQuote(std::string_view bytes) {
+  // A field's value is text, the name's bytes in the one escape of policy/bytes_text.h, as on
+  // D-Bus and in metrics: journald would keep a field that is not UTF-8 as a blob, and the
+  // name is then the same string everywhere an operator looks for it.
+  const std::string value = textFromBytes(bytes);
   bool needs = value.empty();
   for (char c : value)
     if (c == ' ' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) needs = true;
-  if (!needs) return std::string(value);
+  if (!needs) return value;
   std::string out = "\"";
   for (char c : value) {
     if (c == '"' || c == '\\') out.push_back('\\');

@@ -38,8 +38,10 @@ bool startedBySystemd();
 // Parses "trace|debug|info|warning|warn|error|critical|off".
 std::optional<spdlog::level::level_enum> parseLogLevel(std::string_view s);
 
-// Quotes a field value when it is empty or holds spaces, quotes or control characters.
-std::string logQuote(std::string_view value);
+// A field value: the bytes as text (policy/bytes_text.h's textFromBytes: "\xff" for a byte that
+// is not UTF-8, as D-Bus and metrics write it), quoted when empty or holding spaces, quotes,
+// backslashes or control characters (those become '?').
+std::string logQuote(std::string_view bytes);
 
 // Splits "sentence  k=v k2=\"a b\"" into the sentence and its fields. A message without
 // fields returns it whole with no fields.

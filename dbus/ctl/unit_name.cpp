@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "dbus/validate.h"
+#include "policy/bytes_text.h"
 #include "policy/config/dropin.h"
 
 namespace cxiosync::ctl {
@@ -36,10 +37,12 @@ Result<std::string> slicePath(std::string_view name) {
   return path->display();
 }
 
-Result<ResolvedCgroup> checked(const std::string& path, ResolvedCgroup r) {
-  auto c = dbus::parseCgroupArg(path);
+// Validated as the daemon does: a name that is not UTF-8 is written "\xff" (the escape every
+// reply uses, policy/bytes_text.h), checked on its bytes, and sent in that text form.
+Result<ResolvedCgroup> checked(std::string_view path, ResolvedCgroup r) {
+  auto c = dbus::parseCgroupText(path);
   if (!c) return c.error();
-  r.path = c->display();
+  r.path = textFromBytes(c->display());
   return r;
 }
 
@@ -125,9 +128,7 @@ Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg, UnitLookup* system
     }
     return fromSystemd(arg, a);
   }
-  auto c = dbus::parseCgroupArg(arg);
-  if (!c) return c.error();
-  return ResolvedCgroup{c->display(), false, false, false, {}};
+  return checked(arg, ResolvedCgroup{});
 }
 
 }  // namespace cxiosync::ctl

@@ -15,6 +15,15 @@ std::optional<uint64_t>* slotFor(IoLimits& l, std::string_view key) {
   return nullptr;
 }
 
+// A key a later kernel may add: what blk-throttle's own keys look like.
+bool plausibleKey(std::string_view key) {
+  if (key.empty() || key.size() > 32) return false;
+  for (char c : key) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
 void appendKey(std::string& out, std::string_view key, const std::optional<uint64_t>& v) {
   if (!v) return;
   out += ' ';
@@ -51,7 +60,16 @@ Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text) {
       std::string_view key = field.substr(0, eq);
       std::string_view val = field.substr(eq + 1);
       auto* slot = slotFor(entry.limits, key);
-      if (slot == nullptr) return detail::lineError(kWhat, n, "unknown key", key);
+      if (slot == nullptr) {
+        if (!plausibleKey(key) || val.empty()) {
+          return detail::lineError(kWhat, n, "expected key=value", field);
+        }
+        for (const auto& [k, v] : entry.otherKeys) {
+          if (k == key) return detail::lineError(kWhat, n, "duplicate key", key);
+        }
+        entry.otherKeys.emplace_back(key, val);
+        continue;
+      }
       if (slot->has_value()) return detail::lineError(kWhat, n, "duplicate key", key);
       if (val == "max") {
         *slot = kUnlimited;

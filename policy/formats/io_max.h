@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "policy/model/dev_num.h"
@@ -24,17 +25,25 @@ struct IoLimits {
 struct IoMaxEntry {
   DevNum dev;
   IoLimits limits;
+  // Keys a later kernel may add ("key=value", as read, in file order). Kept so that they can
+  // be shown and compared, never written: a write names only the keys it changes
+  // (formatIoMaxLine), and the kernel leaves the others — these included — as they are.
+  std::vector<std::pair<std::string, std::string>> otherKeys = {};
   bool operator==(const IoMaxEntry&) const = default;
 };
 
-// Parses the whole file. Unknown keys are an error (io.max has exactly four keys). A line may
-// carry any subset of the four keys (even none: all nullopt); a repeated key or device line,
-// a value that is neither `max` nor an unsigned 64-bit decimal, or a malformed MAJ:MIN is an
-// error naming the line. A numeric 18446744073709551615 reads as kUnlimited, like `max`.
-// Blank lines are skipped; an empty file means no limits.
+// Parses the whole file. A line may carry any subset of the four keys (even none: all
+// nullopt). A key other than those four (a future kernel's: lower-case letters, digits and
+// '_', with a non-empty value) is kept in otherKeys rather than failing the parse: one new
+// key must not make every restore fail and hide every limit (issue 16, L1). A repeated key or
+// device line, a value of a known key that is neither `max` nor an unsigned 64-bit decimal, a
+// field that is not key=value, or a malformed MAJ:MIN is an error naming the line. A numeric
+// 18446744073709551615 reads as kUnlimited, like `max`. Blank lines are skipped; an empty
+// file means no limits.
 Result<std::vector<IoMaxEntry>> parseIoMax(std::string_view text);
 
-// "8:0 rbps=max wbps=1048576" — only present keys, in kernel order. No trailing newline.
+// "8:0 rbps=max wbps=1048576" — only the present known keys, in kernel order (never
+// otherKeys: this is the line written). No trailing newline.
 std::string formatIoMaxLine(const IoMaxEntry& entry);
 
 }  // namespace cxiosync

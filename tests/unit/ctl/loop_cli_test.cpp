@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "dbus/loop_wire.h"
+#include "policy/bytes_text.h"
 
 namespace cxiosync::ctl {
 namespace {
@@ -198,14 +199,18 @@ TEST(LoopWire, NamesPathsAndUtf8) {
   EXPECT_EQ(dbus::wire::loopObjectPath("loop3"), "/org/cxiosync1/loop/loop3");
   EXPECT_EQ(dbus::wire::loopNameOfPath("/org/cxiosync1/loop/loop3"), "loop3");
   EXPECT_EQ(dbus::wire::loopNameOfPath("/org/cxiosync1/loop/sda"), "");
-  EXPECT_EQ(dbus::wire::validUtf8("a\xffz"), "a\xef\xbf\xbdz");
-  EXPECT_EQ(dbus::wire::validUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
   auto d = sample();
   auto back = dbus::wire::loopFromWire(dbus::wire::toWire(d));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->name, "loop3");
   EXPECT_EQ(back->directIoNote, d.directIoNote);
   EXPECT_EQ(back->requestDepth, 128u);
+  // A backing file's name is any bytes: the wire has the \xNN text form, reversibly.
+  d.backingFile = "/srv/caf\xc3\xa9-\xff.img";
+  back = dbus::wire::loopFromWire(dbus::wire::toWire(d));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->backingFile, "/srv/caf\xc3\xa9-\\xff.img");
+  EXPECT_EQ(bytesFromText(back->backingFile), d.backingFile);
 }
 
 }  // namespace

@@ -25,6 +25,18 @@ TEST(UnitName, Paths) {
   EXPECT_FALSE(resolveCgroupArg("/a")->fromUnit);
 }
 
+// A name that is not UTF-8 is given as the daemon writes it ("\xff", policy/bytes_text.h),
+// checked on its bytes, and passed on in that text form (the daemon decodes it).
+TEST(UnitName, EscapedBytesPassThroughAsText) {
+  EXPECT_EQ(resolve("/\\xff"), "/\\xff");
+  EXPECT_EQ(resolve("a//\\xFF/"), "/a/\\xff");
+  EXPECT_EQ(resolve("/\xff"), "/\\xff") << "raw bytes from a shell's $'\\xff' too";
+  std::string name = "/";
+  for (int i = 0; i < 255; ++i) name += "\\xff";
+  EXPECT_EQ(resolve(name.c_str()), name) << "255 bytes, though 1020 characters of text";
+  EXPECT_EQ(resolve((name + "\\xff").c_str()).rfind("ERR: ", 0), 0u);
+}
+
 TEST(UnitName, Slices) {
   EXPECT_EQ(resolve("-.slice"), "/");
   EXPECT_EQ(resolve("backup.slice"), "/backup.slice");

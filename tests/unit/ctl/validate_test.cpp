@@ -20,6 +20,27 @@ TEST(Validate, CgroupArg) {
   }
 }
 
+// The escaped form names the cgroup whose name is not UTF-8 (policy/bytes_text.h).
+TEST(Validate, CgroupTextDecodesTheEscape) {
+  EXPECT_EQ(parseCgroupText("/\\xff")->relative(), "\xff");
+  EXPECT_EQ(parseCgroupText("/a/\\xFE\\x5cxff")->relative(), "a/\xfe\\xff");
+  EXPECT_EQ(parseCgroupText("/system-systemd\\x2dfsck.slice")->relative(),
+            "system-systemd\\x2dfsck.slice")
+      << "systemd's own escapes are plain text in a cgroup name";
+  EXPECT_EQ(parseCgroupText("/caf\xc3\xa9")->relative(), "caf\xc3\xa9");
+  // Decoding makes no separator, dot or control byte: what was refused stays refused.
+  for (std::string bad : {std::string(""), std::string("/a/.."), std::string("/\\x2e\\x2e/.."),
+                          std::string("/a\x01"), "/" + std::string(256, 'n')}) {
+    auto r = parseCgroupText(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, EINVAL);
+  }
+  // A name of 255 bytes that are not UTF-8 is 1020 characters as text: measured as bytes.
+  std::string text = "/";
+  for (int i = 0; i < 255; ++i) text += "\\xff";
+  EXPECT_EQ(parseCgroupText(text)->relative(), std::string(255, '\xff'));
+}
+
 TEST(Validate, BoostPermission) {
   EXPECT_EQ(*parseBoostPermission("allow"), BoostPermission::Allow);
   EXPECT_EQ(*parseBoostPermission("deny"), BoostPermission::Deny);

@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "policy/bytes_text.h"
+
 namespace cxiosync::dbus {
 namespace {
 
@@ -105,6 +107,53 @@ TEST(Wire, StatusRoundTripAndTypeChecks) {
   EXPECT_FALSE(wire::statusFromWire(bad));
   wire::Options future{{"new_key", sdbus::Variant(true)}};
   EXPECT_TRUE(wire::statusFromWire(future)) << "unknown keys are ignored";
+}
+
+// Issue 16, bug A: one name that is not UTF-8 made sd-bus refuse the whole reply. Every
+// string toWire makes is text: the bytes in the reversible \xNN form (policy/bytes_text.h).
+TEST(Wire, BytesThatAreNotUtf8GoOutEscaped) {
+  CgroupInfo c;
+  c.path = P("/u/\xff");
+  EffectiveLimit e;
+  e.device = DevNum{8, 0};
+  e.wbps = 1048576;
+  e.wbpsHolder = P("/u/\xff");
+  c.effectiveLimits = {e};
+  c.policy.boost.source = ValueSource{ValueSource::Kind::DropIn, "/etc/x\xfe.conf", 3};
+  auto v = wire::fromWire(wire::toWire(c));
+  EXPECT_EQ(v.path, "/u/\\xff");
+  EXPECT_EQ(v.effective.at(0).wbpsHolder, "/u/\\xff");
+  EXPECT_EQ(v.policy.at(1).source, "/etc/x\\xfe.conf:3");
+  EXPECT_EQ(bytesFromText(v.path), "/u/\xff");
+
+  SyncerInfo s;
+  s.comm = "\xff\xc3";
+  s.cgroup = P("/caf\xc3\xa9/\\xff");  // valid UTF-8 passes; a literal "\xff" becomes \x5c
+  s.syscall = "sync";
+  auto sv = wire::fromWire(wire::toWire(s));
+  EXPECT_EQ(sv.comm, "\\xff\\xc3");
+  EXPECT_EQ(sv.cgroup, "/caf\xc3\xa9/\\x5cxff");
+  EXPECT_EQ(bytesFromText(sv.cgroup), s.cgroup.display());
+
+  BoostInfo b;
+  b.cgroup = P("/\xff");
+  b.dirtier = P("/\xff/x");
+  b.reason = "sync(2) by 7 (\xff) in /\xff";
+  auto bv = wire::fromWire(wire::toWire(b));
+  EXPECT_EQ(bv.cgroup, "/\\xff");
+  EXPECT_EQ(bv.dirtier, "/\\xff/x");
+  EXPECT_EQ(bv.reason, "sync(2) by 7 (\\xff) in /\\xff");
+
+  StatusInfo st;
+  st.cgroupRoot = "/sys/fs/\xff";
+  st.configFiles = {"/etc/\xfe.yaml"};
+  st.stateDetail = "cgroup /\xff gone";
+  auto stv = wire::statusFromWire(wire::toWire(st));
+  ASSERT_TRUE(stv);
+  EXPECT_EQ(stv->cgroupRoot, "/sys/fs/\\xff");
+  EXPECT_EQ(stv->configFiles.at(0), "/etc/\\xfe.yaml");
+  EXPECT_EQ(stv->stateDetail, "cgroup /\\xff gone");
+  EXPECT_EQ(wire::text("ok \xc3\xa9"), "ok \xc3\xa9");
 }
 
 TEST(Wire, ErrnoToErrorNames) {

@@ -52,6 +52,23 @@ TEST(MetricsTest, EscapeLabelValue) {
   EXPECT_EQ(escapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }
 
+// Issue 16: a label value that is not UTF-8 made metrics.prom unparsable for the textfile
+// collector. Bytes become the \xNN text (then the format's own \\ escape): the label reads
+// "/\xff", the name D-Bus gives the cgroup.
+TEST(MetricsTest, LabelValuesAreUtf8) {
+  EXPECT_EQ(escapeLabelValue("/\xff"), "/\\\\xff");
+  EXPECT_EQ(escapeLabelValue("/caf\xc3\xa9"), "/caf\xc3\xa9");
+  MetricsSnapshot m;
+  m.detector = "procfs";
+  m.refusalsByReason = {{"\xfe", 1}};
+  m.limitedCgroups = {{"/\xff", 4096, 0}};
+  const std::string text = formatMetrics(m);
+  EXPECT_NE(text.find("cxiosync_cgroup_dirty_bytes{cgroup=\"/\\\\xff\"} 4096\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{reason=\"\\\\xfe\"} 1\n"), std::string::npos) << text;
+  for (unsigned char c : text) EXPECT_LT(c, 0x80) << "only ASCII here";
+}
+
 TEST(MetricsTest, FileIsRateLimitedAndAtomic) {
   TempDir dir;
   MetricsFile f(dir.path(), std::chrono::milliseconds(5000));

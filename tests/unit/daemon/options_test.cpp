@@ -113,6 +113,13 @@ TEST(LoggingTest, SplitFields) {
   EXPECT_EQ(logQuote("a b"), "\"a b\"");
   EXPECT_EQ(logQuote(""), "\"\"");
   EXPECT_EQ(logQuote("/cg1"), "/cg1");
+  // Field values are text, bytes as \xNN like D-Bus and metrics (issue 16); the field parser
+  // gives back that text.
+  EXPECT_EQ(logQuote("/\xff"), "\"/\\\\xff\"");
+  EXPECT_EQ(logQuote("/caf\xc3\xa9"), "/caf\xc3\xa9");
+  auto f = splitLogFields("boost  cgroup=" + logQuote("/\xff x"));
+  ASSERT_EQ(f.fields.size(), 1u);
+  EXPECT_EQ(f.fields[0].second, "/\\xff x");
   EXPECT_STREQ(messageIdForAction("boost"), "58e6f04b3f8a4e5fa4ea9913834a7669");
   EXPECT_EQ(messageIdForAction("nope"), nullptr);
   EXPECT_EQ(parseLogLevel("warning"), spdlog::level::warn);

@@ -85,7 +85,10 @@ TEST(IoMax, RejectsHostileInput) {
       "8:0 wbps=MAX",                   // case
       "8:0 wbps",                       // no '='
       "8:0 =5",                         // no key
-      "8:0 latency=5",                  // unknown key
+      "8:0 Latency=5",                  // not a kernel-style key
+      "8:0 lat-ency=5",                 // not a kernel-style key
+      "8:0 latency=",                   // no value
+      "8:0 latency=1 latency=2",        // duplicate unknown key
       "8:0 wbps=1 wbps=2",              // duplicate key
       "8:0 wbps=1\n8:0 rbps=2",         // duplicate device
       "8 wbps=1",                       // bad dev
@@ -106,6 +109,28 @@ TEST(IoMax, RejectsHostileInput) {
       EXPECT_EQ(r.error().code, 0);
     }
   }
+}
+
+// Issue 16, L1: a key from a later kernel failed the whole parse, so every restore of that
+// cgroup failed forever and its limits vanished from the snapshot. It is kept, never written.
+TEST(IoMax, KeysOfALaterKernelAreKeptNotFatal) {
+  auto r = parseIoMax(
+      "8:0 rbps=max wbps=1048576 riops=max wiops=max latency=5 bps_burst=max\n"
+      "8:16 wbps=7\n");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  const auto& e = (*r)[0];
+  EXPECT_EQ(e.limits.wbps, 1048576u);
+  EXPECT_EQ(e.limits.rbps, kUnlimited);
+  using KV = std::pair<std::string, std::string>;
+  EXPECT_EQ(e.otherKeys, (std::vector<KV>{{"latency", "5"}, {"bps_burst", "max"}}));
+  EXPECT_TRUE((*r)[1].otherKeys.empty());
+  // The line written names only the known keys present (a restore's patch): the kernel keeps
+  // the others as they are.
+  IoMaxEntry patch = e;
+  patch.limits = IoLimits{std::nullopt, 1048576, std::nullopt, std::nullopt};
+  EXPECT_EQ(formatIoMaxLine(patch), "8:0 wbps=1048576");
+  EXPECT_NE(e, (IoMaxEntry{e.dev, e.limits})) << "they take part in comparisons";
 }
 
 TEST(IoMax, ErrorNamesLineAndProblem) {

@@ -172,6 +172,29 @@ TEST_F(CgroupFsTest, WriteIoMaxWritesOneLineAndReadsBack) {
   EXPECT_EQ((*r)->limits.wbps, std::optional<uint64_t>(4194304));
 }
 
+// Issue 16, L1: one key a later kernel adds to io.max failed the parse, so the cgroup's limits
+// vanished from the snapshot and every restore failed forever. The limits read as before, and
+// a write (a restore's patch) names only the key it changes; the kernel keeps the others.
+TEST_F(CgroupFsTest, IoMaxWithAKeyOfALaterKernel) {
+  tree.file("cg2/io.max", "8:0 rbps=max wbps=max riops=max wiops=max latency=5\n");
+  auto dir = cg->openDir(path("/cg2"));
+  ASSERT_TRUE(dir.ok());
+  auto io = cg->readIoMax(*dir);
+  ASSERT_TRUE(io.ok()) << io.error().message;
+  ASSERT_TRUE(io->has_value());
+  ASSERT_EQ((*io)->size(), 1u);
+  EXPECT_EQ((**io)[0].limits.wbps, std::optional<uint64_t>(kUnlimited));
+  ASSERT_EQ((**io)[0].otherKeys.size(), 1u);
+  EXPECT_EQ((**io)[0].otherKeys[0].first, "latency");
+  // A plain file is not kernfs: what a write does not cover stays. Empty it to see the bytes.
+  tree.file("cg2/io.max", "");
+  IoMaxEntry patch = (**io)[0];
+  patch.limits = IoLimits{std::nullopt, 1048576, std::nullopt, std::nullopt};
+  auto r = cg->writeIoMax(*dir, patch);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(tree.read("cg2/io.max"), "8:0 wbps=1048576\n");
+}
+
 // A kernel that keeps its own value (e.g. clamps, or a concurrent writer won).
 class StubbornCgroupFs : public CgroupFs {
  public:
