@@ -36,7 +36,9 @@ else
 	out=${1:-$src/build-deb}
 fi
 
-for tool in dpkg-buildpackage dh git cmake; do
+tools="dpkg-buildpackage dh cmake"
+[ -n "$prebuilt" ] || tools="$tools git" # --prebuilt copies debian/ only
+for tool in $tools; do
 	command -v "$tool" >/dev/null || {
 		echo "build-deb: $tool missing; run: bash scripts/install-deps.sh" >&2
 		exit 1

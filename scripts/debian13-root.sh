@@ -3,7 +3,12 @@
 # sdbus-c++ 2.x, clang 19, yaml-cpp 0.8, spdlog 1.15) and runs the unit (with fuzz smoke) and
 # dbus tiers there.
 #
-#   debian13-root.sh [--root-only] [--build-only]
+#   debian13-root.sh [--root-only] [--build-only] [--deb]
+#
+# --deb builds (incrementally) and then packages that build with scripts/build-deb.sh
+# --prebuilt into /cxiosync-build/deb/ inside the root, without running the tests: the package
+# the Debian 13 guest of the VM tier installs (ctest debian13.deb, a fixture of
+# vm612.debian13_systemd, which boots this root as the guest's /).
 #
 # The root is made with debootstrap from Debian's own archive, at the mirror the host's apt
 # sources already use, and cached outside the source tree ($CXIOSYNC_TRIXIE_ROOT, default
@@ -28,19 +33,23 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-19-dev
   # libraries
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev
+  # the package (build-deb.sh --prebuilt: dpkg-buildpackage + dh)
+  debhelper
   # what the tiers run: a private dbus-daemon, busctl (package systemd), python3, jq, losetup
   dbus systemd python3 jq procps util-linux mount kmod
 )
 
 root_only=0
 build_only=0
+deb=0
 for a in "$@"; do
   case $a in
     --root-only) root_only=1 ;;
     --build-only) build_only=1 ;;
+    --deb) deb=1 ;;
     *)
-      echo "usage: $0 [--root-only] [--build-only]" >&2
+      echo "usage: $0 [--root-only] [--build-only] [--deb]" >&2
       exit 2
       ;;
   esac
@@ -153,12 +162,23 @@ fi
 t0=$(now)
 echo "== debian13: build (g++ $(in_root "$ROOT" g++ -dumpversion), -j$JOBS) in $ROOT/cxiosync-build"
 in_root "$ROOT" /bin/bash -euo pipefail -c "
-  cmake -S /src -B /cxiosync-build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/cxiosync-build.configure.log 2>&1 ||
+  cmake -S /src -B /cxiosync-build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_INSTALL_PREFIX=/usr >/cxiosync-build.configure.log 2>&1 ||
     { tail -n 40 /cxiosync-build.configure.log; exit 1; }
   cmake --build /cxiosync-build -j$JOBS
 "
 echo "== debian13: build took $(elapsed "$t0") s"
 [ $build_only = 1 ] && exit 0
+if [ $deb = 1 ]; then
+  t0=$(now)
+  in_root "$ROOT" bash -c 'rm -rf /cxiosync-build/deb &&
+    bash /src/scripts/build-deb.sh --prebuilt /cxiosync-build /cxiosync-build/deb' >"$ROOT.deb.log" 2>&1 || {
+    tail -n 40 "$ROOT.deb.log" >&2
+    exit 1
+  }
+  echo "== debian13: $(cd "$ROOT/cxiosync-build/deb" && ls -- *.deb) in $(elapsed "$t0") s"
+  exit 0
+fi
 
 t0=$(now)
 echo "== debian13: unit (incl. fuzz smoke) and dbus tiers"

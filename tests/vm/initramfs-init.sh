@@ -22,10 +22,12 @@ done
 
 stage2=
 moddir=
+hostbind=
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	cxvm.stage2=*) stage2="${arg#cxvm.stage2=}" ;;
 	cxvm.moddir=*) moddir="${arg#cxvm.moddir=}" ;;
+	cxvm.hostbind=*) hostbind="${arg#cxvm.hostbind=}" ;;
 	esac
 done
 [ -n "$stage2" ] || die "no cxvm.stage2= on the kernel command line"
@@ -37,13 +39,24 @@ mount -t tmpfs -o mode=755 tmpfs /rw || die "tmpfs"
 mkdir -p /rw/upper /rw/work
 mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot ||
 	die "overlay mount failed"
+# vmrun.py --root: / is another distribution's root; the host's / (share hostfs) lends the
+# paths the run needs (source tree, build tree, kernel modules) at the same place.
+if [ -n "$hostbind" ]; then
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostfs /host ||
+		die "mounting the host's / (hostfs) failed"
+	for p in $(echo "$hostbind" | tr , ' '); do
+		mkdir -p "/newroot$p" && mount --bind "/host$p" "/newroot$p" || die "binding host $p"
+	done
+fi
 # A kernel unpacked outside the host's /lib/modules (vmrun.py --kernel-dir): its modules
 # appear where modprobe looks, in the overlay only.
 if [ -n "$moddir" ]; then
 	[ -f "/newroot$moddir/modules.dep" ] || die "cxvm.moddir=$moddir has no modules.dep"
-	ln -sfn "$moddir" "/newroot/lib/modules/$(uname -r)" || die "linking $moddir"
+	# (a root without any kernel, e.g. --root's Debian 13, has no /lib/modules yet)
+	mkdir -p /newroot/lib/modules && ln -sfn "$moddir" "/newroot/lib/modules/$(uname -r)" ||
+		die "linking $moddir"
 fi
-[ -x "/newroot$stage2" ] || [ -f "/newroot$stage2" ] || die "stage2 $stage2 not found in the host root"
+[ -x "/newroot$stage2" ] || [ -f "/newroot$stage2" ] || die "stage2 $stage2 not found in the guest root"
 
 mount --move /proc /newroot/proc
 mount --move /sys /newroot/sys

@@ -57,7 +57,10 @@ SYSTEMD_MASK = ["systemd-udev-trigger.service", "systemd-udev-settle.service",
                 "dpkg-db-backup.timer", "e2scrub_all.timer", "fstrim.timer", "man-db.timer",
                 "systemd-binfmt.service", "proc-sys-fs-binfmt_misc.automount",
                 "systemd-firstboot.service", "systemd-machine-id-commit.service",
-                "ldconfig.service", "systemd-update-done.service"]
+                "ldconfig.service", "systemd-update-done.service",
+                # Debian 13 mounts a tmpfs on /tmp (tmp.mount): it would hide a checkout or
+                # build tree under the host's /tmp that stage 1 bound into the guest.
+                "tmp.mount"]
 
 
 def log(msg):
@@ -255,7 +258,7 @@ def build_initramfs(kver, out_path, base="/"):
         init = f.read()
     mods = module_order(kver, INITRAMFS_MODULES, base)
     c = Cpio()
-    for d in ("bin", "sbin", "dev", "proc", "sys", "lower", "rw", "newroot", "lib",
+    for d in ("bin", "sbin", "dev", "proc", "sys", "lower", "rw", "newroot", "lib", "host",
               "lib/modules"):
         c.dir(d)
     c.chardev("dev/console", 5, 1)
@@ -430,6 +433,21 @@ def run_in(args, scenarios, qemu, kernel, tmp, state, t_start):
     else:
         stage2 = os.path.join(HERE, "guest-init.sh")
         append = "console=ttyS0 panic=-1 quiet loglevel=4 cxvm.stage2=%s" % stage2
+    root = os.path.abspath(args.root or "/")
+    if root != "/":
+        # Another distribution's root as the guest's / (e.g. the Debian 13 root of
+        # scripts/debian13-root.sh): the host's / is shared read-only too, and initramfs-init.sh
+        # bind-mounts these host paths into the overlay at the same place, so the scenarios,
+        # the build tree and the kernel's modules keep their paths.
+        binds = [SOURCE_DIR]
+        for p in [build_dir, kbase if kbase != "/" else None] + (args.host_path or []):
+            if p and os.path.exists(p) and not os.path.realpath(p).startswith(
+                    os.path.realpath(root) + "/"):
+                binds.append(os.path.realpath(p))
+        for p in binds:
+            if not re.match(r"^/[A-Za-z0-9_./+-]*$", p) or ":" in p:
+                raise RuntimeError("--root: host path %r cannot go on the kernel command line" % p)
+        append += " cxvm.hostbind=%s" % ",".join(binds)
     if kbase != "/":
         # initramfs-init.sh links /lib/modules/VER in the overlay to this directory, so
         # modprobe in the guest finds the modules of a kernel the host does not have.
@@ -441,9 +459,12 @@ def run_in(args, scenarios, qemu, kernel, tmp, state, t_start):
            "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio",
            "-no-reboot", "-nic", "none",
            "-kernel", boot_image, "-initrd", initrd, "-append", append,
-           "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,"
-                      "readonly=on,multidevs=remap",
+           "-virtfs", "local,path=%s,mount_tag=hostroot,security_model=none,"
+                      "readonly=on,multidevs=remap" % root,
            "-virtfs", "local,path=%s,mount_tag=cxvm,security_model=none" % share]
+    if root != "/":
+        cmd += ["-virtfs", "local,path=/,mount_tag=hostfs,security_model=none,"
+                           "readonly=on,multidevs=remap"]
     for i, disk in enumerate(disks):
         cmd += ["-drive", "file=%s,if=none,id=d%d,format=raw,cache=unsafe" % (disk, i),
                 "-device", "virtio-blk-pci,drive=d%d,serial=cxvm%d" % (i, i)]
@@ -599,6 +620,10 @@ def main():
     ap.add_argument("--kernel-dir", help="a kernel unpacked outside the host's /boot: "
                     "DIR/boot/vmlinuz-VER + DIR/lib/modules/VER with modules.dep, as "
                     "scripts/fetch-kernel.sh makes it ($CXIOSYNC_VM_KERNEL_DIR)")
+    ap.add_argument("--root", help="the guest's root filesystem (a directory: another "
+                         "distribution's root, e.g. scripts/debian13-root.sh's); default the host's /")
+    ap.add_argument("--host-path", action="append", metavar="DIR",
+                    help="with --root: also bind this host directory into the guest")
     ap.add_argument("--append", help="extra kernel command line")
     ap.add_argument("--init", choices=["shell", "systemd"], default="shell",
                     help="PID 1 of the guest: shell (guest-init.sh, default) or systemd "

@@ -10,3 +10,12 @@ busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.
 failed=$(systemctl list-units --state=failed --no-legend --plain | awk '{print $1}' | tr '\n' ' ')
 cxvm_result_str failed_units "$failed"
 cxvm_log "systemd $ver is PID 1; failed units: ${failed:-none}"
+# The guest's distribution (vmrun.py --root boots another root than the host's, e.g. Debian 13):
+# CXVM_EXPECT_OS names the codename the run must be on, so a wrong root cannot pass as it.
+os=$(. /etc/os-release && echo "${VERSION_CODENAME:-?}")
+cxvm_result_str os_codename "$os"
+cxvm_result_str kernel "$(uname -r)"
+cxvm_log "guest: Debian $os, kernel $(uname -r), systemd $ver"
+if [ -n "${CXVM_EXPECT_OS:-}" ] && [ "$os" != "$CXVM_EXPECT_OS" ]; then
+	cxvm_fail "guest OS is '$os', expected '$CXVM_EXPECT_OS'"
+fi
