@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the Debian package (cxiosync_VERSION_ARCH.deb) out of tree:
 #
 #   bash scripts/build-deb.sh [--head] [OUTDIR]

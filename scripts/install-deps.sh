@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs everything the build, the tests and the demo need on Debian bookworm.
 # Idempotent: packages already present are skipped without touching the network.
 set -euo pipefail
