@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # One static library per source folder, and the build enforces the arrows between them.
 #
 # Every source includes headers by their path from the repository top

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Authorization as a pure function (no bus, no polkit calls): BusServer feeds it the caller's
 // uid and, if needed, polkit's answer; it says allow, deny (with a message), or "ask polkit".

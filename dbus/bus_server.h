@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // BusServer: exports org.cxiosync1.Manager at /org/cxiosync1 on a bus connection, wrapping a
 // ManagerBackend, and is driven by the daemon's own single-threaded event loop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Client library for org.cxiosync1.Manager (used by cxiosyncctl and the dbus tests).
 // Synchronous calls on a connection the client owns, with no event-loop thread (sdbus-c++ 1.2:

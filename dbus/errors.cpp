@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include <cerrno>
 
 #include "dbus/loop_backend.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The contract between the bus boundary (dbus/) and the daemon's loop manager
 // (daemon/blockdev/loop/loop_manager.h), like ManagerBackend for the Manager interface: BusServer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Internal to BusServer (dbus/bus_server.cpp): the org.cxiosync1.Loop objects and the loop
 // methods of org.cxiosync1.Manager (LoopSetup, LoopList) over a LoopBackend.

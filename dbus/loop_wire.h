@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // org.cxiosync1.Loop on the wire: the property dict (GetAll / LoopList) and LoopSetup's
 // options, both directions. Property names are the dict keys (see org.cxiosync1.xml).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The contract between the bus boundary (dbus/) and the daemon core (daemon/).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Sending a method's reply: every Manager and Loop method is asynchronous on the server side
 // (org.cxiosync1.xml: Method.Async "server"), so every reply leaves through these two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The one place that knows which sdbus-c++ API this tree is built against: 1.x (Debian 12:
 // 1.2; Ubuntu 24.04: 1.4, which only adds API) or 2.x (Debian 13: 2.1). Everything else in

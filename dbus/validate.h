@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Argument validation for the bus boundary: pure functions, no sdbus-c++ types, no I/O.
 // Every error is EINVAL (→ org.cxiosync1.Error.InvalidArgument) with a message a person can act

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // What a client sees of the org.cxiosync1.Manager API, as plain values (no sdbus-c++ types):
 // returned by Client (dbus/client.h), rendered by cxiosyncctl (dbus/ctl/). Mirrors the IDL.

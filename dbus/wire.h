@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The D-Bus wire types of org.cxiosync1.Manager (must match org.cxiosync1.xml; the generated
 // adaptor's pure virtual signatures enforce it at compile time) and conversions:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // a{sv} dictionaries on the wire (options in, properties out), shared by the manager
 // (wire.h) and the loop interface (loop_wire.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Kernel names are bytes; everything cxiosync writes for people and programs (D-Bus strings,
 // JSON, metrics labels, logs) is UTF-8. This is the ONE reversible mapping between them,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // JSON for every file and every --json output cxiosync writes: nlohmann-json, always as
 // `Json` (nlohmann::ordered_json), so keys come out in the order the code adds them (plain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Quoting for error messages: hostile input (control bytes, huge values) stays printable and
 // bounded, e.g. 'a\x0ab...' — shared by every layer that echoes user input back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Errors are values: an errno (0 when not a system error) plus a message a person can act on.
 // g++ 12 has no std::expected, so this is the small subset we need.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Builds the Debian package (cxiosync_VERSION_ARCH.deb) out of tree:
 #
 #   bash scripts/build-deb.sh [--head] [OUTDIR]
@@ -62,8 +63,15 @@ if [ -n "$prebuilt" ]; then
 		echo "build-deb: $prebuilt was configured from $home, not from $src" >&2
 		exit 1
 	}
-	for f in daemon/cxiosyncd dbus/cxiosyncctl; do
-		[ -x "$prebuilt/$f" ] || {
+	# The man pages are rendered with the programs (packaging/CMakeLists.txt); a tree configured
+	# without them would ship a package without manuals (lintian no-manual-page).
+	[ "$(cache_var CXIOSYNC_MAN)" = ON ] || {
+		echo "build-deb: $prebuilt is configured without man pages (CXIOSYNC_MAN=OFF: install scdoc," \
+			"bash scripts/install-deps.sh, and reconfigure)" >&2
+		exit 1
+	}
+	for f in daemon/cxiosyncd dbus/cxiosyncctl packaging/man/cxiosyncd.8 packaging/man/cxiosyncctl.1; do
+		[ -e "$prebuilt/$f" ] || {
 			echo "build-deb: $prebuilt/$f is not built (cmake --build $prebuilt --target cxiosyncd cxiosyncctl)" >&2
 			exit 1
 		}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The main job: shows the sync priority inversion on a real kernel.
 # Boots Debian's kernel under QEMU (tests/vm/vmrun.py) and prints how long `sync` takes
 # in an unthrottled cgroup while another cgroup holds N MiB of dirty page cache behind

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Fetches Debian's 6.12 kernel (bookworm-backports: the same kernel line as Debian 13) for
 # the VM tier, without touching the host's apt configuration, /boot or /lib/modules:
 # a private sources list and private apt state, `apt-get download`, `dpkg-deb -x` into a

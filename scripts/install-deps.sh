@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs everything the build, the tests and the demo need on Debian bookworm.
 # Idempotent: packages already present are skipped without touching the network.
 set -euo pipefail
@@ -16,6 +17,8 @@ PACKAGES=(
   util-linux fio python3 jq procps
   # the Debian package (scripts/build-deb.sh)
   debhelper dpkg-dev fakeroot
+  # man pages (scdoc renders them; man-db and groff check them) and the package check
+  scdoc man-db groff-base bsdextrautils lintian
   # the Debian 13 job (scripts/debian13-root.sh): a trixie root made from Debian's archive
   debootstrap
 )

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The test command of the README: installs what is needed, checks formatting, builds the
 # default and the ASan/UBSan configurations, and runs every tier (unit, fuzz smoke, dbus, vm);
 # in a Debian 13 root it makes itself it also builds and runs the unit, fuzz smoke, dbus tiers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The boost executor: the only code that writes io.max. It turns planner decisions into
 // journaled, read-back-verified io.max writes and restores them compare-and-restore

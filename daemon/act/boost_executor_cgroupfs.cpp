@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The production IoMaxAccess: the executor's view of io.max through the sensing layer's
 // CgroupFs (dirfd-relative, no symlinks, inode-guarded).
 #include "daemon/act/boost_executor.h"

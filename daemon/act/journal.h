@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The boost journal: `<run-dir>/boosts.json`, the write-ahead record of every io.max line
 // the daemon changed, so that no original limit is ever lost (docs/architecture.md §4.4-4.5).

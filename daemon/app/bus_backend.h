@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The adapter between the daemon core and the bus boundary: implements dbus::ManagerBackend on
 // top of Daemon (reads, and the runtime policy layer through RuntimePolicyStore), and turns the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosyncd: thin main. Flags -> logging -> config -> Daemon::run().
 #include <signal.h>
 

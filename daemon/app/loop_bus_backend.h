@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // dbus::LoopBackend over the loop manager (daemon/blockdev/loop/loop_manager.h): the adapter
 // between the loop mechanics and the bus boundary, like BusBackend for the Manager interface. Built

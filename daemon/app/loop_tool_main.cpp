@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosync-loop: a development and diagnostic front end to LoopManager, run as root on the
 // machine itself (no D-Bus). The operator CLI is `cxiosyncctl loop ...` over D-Bus.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosync-nbd-server: serves one kernel nbd device from a backing file with N worker
 // threads (nbd_server.h), in multi-connection mode (one socket per worker). Spawned by the
 // daemon (nbd_device.h spawnServer) in its own session; also usable by hand:

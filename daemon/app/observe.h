@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // `cxiosyncd --observe [--once] [--json]`: a read-only diagnostic that prints the live
 // snapshot (limited cgroups with limits, dirty/writeback bytes, current syncers with their

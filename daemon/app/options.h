@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Command line of cxiosyncd. Pure: parseOptions() never touches the system, so tests can
 // feed it argv directly. Exit codes: daemon/core/exit_codes.h.

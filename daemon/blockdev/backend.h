@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Block-device backends behind one interface: what serves the I/O of a device cxiosync
 // sets up from a backing file.

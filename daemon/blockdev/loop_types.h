@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Loop devices: the value types shared by the mechanics (loop_kernel.h), the ownership state
 // (loop_state.h) and the manager (loop_manager.h). No syscalls here.

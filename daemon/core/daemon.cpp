@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/core/daemon.h"
 #include "daemon/core/exit_codes.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The daemon core: wires sensing -> planner -> executor on one event loop, and talks to
 // systemd. Lifecycle:

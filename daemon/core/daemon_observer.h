@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The daemon core's one outward hook: whoever wants to follow what the core decides (the D-Bus
 // adapter, daemon/app/bus_backend.h) implements this and registers it with Daemon::setObserver().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // What the daemon core is told at start: where the kernel's and its own files are, and the
 // few command-line overrides of the configuration. The command line itself (bus, logging,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/core/event_loop.h"
 
 #include <poll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The daemon's one event loop: epoll over fds, timerfds and a signalfd, on one thread.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Exit codes of cxiosyncd, documented in --help and cxiosyncd.service
 // (RestartPreventExitStatus=2 6: a bad command line or configuration is not retried).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Metrics in the Prometheus/OpenMetrics text format, written to `<run-dir>/metrics.prom`
 // (temp file + rename, on a tmpfs) for node_exporter's textfile collector. Counter families

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // systemd integration for a Type=notify service (sd_notify(3)): READY=1 after recovery,
 // STATUS=, WATCHDOG=1, RELOADING=1 around reloads, STOPPING=1. All calls are no-ops when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cgroup v2 filesystem adapter. Everything is read and written relative to an O_CLOEXEC
 // directory fd of the cgroup root (--cgroup-root, default /sys/fs/cgroup), never following a

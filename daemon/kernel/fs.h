@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Low-level file helpers shared by the kernel adapters: an owned fd, openat relative to a
 // directory fd without following symlinks, whole-file reads, "gone" classification, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Draining a non-blocking inotify fd: one loop for every watcher in the daemon (the config
 // directory, the unit drop-in directories).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // procfs adapter (--proc-root, default /proc): threads, their state, syscall and cgroup,
 // and the device behind an open fd. All opens are O_CLOEXEC and relative to the root fd.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // sysfs block-device adapter (--sys-root, default /sys): names <-> MAJ:MIN, partitions ->
 // whole disk, loop -> backing file's device, dm/md -> slaves; builds the DeviceStack the

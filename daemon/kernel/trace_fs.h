@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // tracefs adapter (--tracefs-root, default /sys/kernel/tracing): private instances, event
 // enabling, buffer size and the non-blocking trace_pipe. Virtual so tests can fake the

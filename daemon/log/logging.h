@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Logging for the daemon: spdlog, asynchronous (a bounded queue drained by one logger thread,
 // overrun-oldest), so a stalled journald or a blocked stderr pipe never stalls the event loop.

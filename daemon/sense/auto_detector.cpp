@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/sense/auto_detector.h"
 
 #include "daemon/sense/proc_detector.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // `detector: auto|tracefs|procfs`: builds the detector and says which and why.
 #include <memory>

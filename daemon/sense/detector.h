@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The sync detector interface the event loop drives. A detector only observes: it reports
 // which threads are inside sync-family syscalls (Syncer, policy/model/snapshot.h).

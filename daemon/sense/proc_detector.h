@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // procfs sync detector (fallback). scan(): every thread in state D whose
 // /proc/PID/task/TID/syscall number is a watched sync-family syscall is a syncer; its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Builds the planner's Snapshot (policy/model/snapshot.h) from the adapters.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Sync-family syscall numbers per architecture, as /proc/TID/syscall reports them.
 // The table is picked at compile time (hostSyscallTable()); tests pass another one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // tracefs sync detector (preferred backend). Owns a private tracefs instance
 // "cxiosync-<pid>" with sys_enter_*/sys_exit_* of the sync family and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Reads configuration from disk and hands the text to the pure parsers in policy/config/.
 // The only place that touches the filesystem for configuration; every root is injectable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // inotify on the unit search path, so an edited [X-CxIOSync] drop-in applies without a reload:
 // every existing search-path directory (for "<unit>.d" directories that appear or go away) and

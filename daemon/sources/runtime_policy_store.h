@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The runtime policy layer (docs/architecture.md §3: highest precedence): settings made through
 // D-Bus/cxiosyncctl, kept in two files

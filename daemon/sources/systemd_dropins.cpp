@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/sources/systemd_dropins.h"
 
 #include <systemd/sd-bus.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Asks systemd (PID 1) which unit owns a cgroup and which drop-in files it applies, in its own
 // order, and hears when it reloads: the UnitDropInFinder used where systemd runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/sources/unit_dropins.h"
 
 #include "daemon/log/logging.h"

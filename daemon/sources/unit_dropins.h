@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The drop-in policy layer: [X-CxIOSync] sections of systemd unit drop-ins
 // (/etc/systemd/system/backup.slice.d/70-cxiosync.conf), per cgroup, for the resolver

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cxiosyncctl: argument parsing (pure) and verb execution. main.cpp is a thin shell around run().
 #include <cstdint>

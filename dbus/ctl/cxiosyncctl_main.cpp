@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosyncctl: thin shell around dbus/ctl/cli.h (parsing and verbs live in the library).
 #include <signal.h>
 #include <sys/signalfd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cxiosyncctl's human units and tables: the shared ones of policy/output (cxiosync-loop
 // prints through the same model).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cxiosyncctl's JSON value: a thin handle on nlohmann::ordered_json (policy/output/table.h),
 // with the chaining the verbs use (set/push) and the two dumps of --json=pretty|short.

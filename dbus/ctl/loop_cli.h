@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cxiosyncctl loop add|list|show|set|detach: argument checks (pure), rendering (pure) and
 // execution over dbus::Client. Client failures propagate as dbus::ClientError (run() maps

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A polkit text agent for the duration of one privileged call, as systemctl does: when the
 // caller is not root, may be asked (no --no-ask-password) and sits at a terminal, run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // What cxiosyncctl prints for each verb, text and JSON, as pure functions of the views.
 // JSON conventions: snake_case keys in IDL order, limits as numbers with null for "max",

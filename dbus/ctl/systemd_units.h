@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The real UnitLookup: asks the systemd system manager (org.freedesktop.systemd1 on the system
 // bus) for a unit's cgroup. GetUnit first (no side effects; an active unit is always loaded);

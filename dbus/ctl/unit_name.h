@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Turns the CG argument of cxiosyncctl into a cgroup path. Pure: what systemd knows comes in
 // through UnitLookup (the real one, dbus/ctl/systemd_units.h, asks PID 1 over the system bus;

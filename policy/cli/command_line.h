@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // One command-line style for every cxiosync program: GNU getopt_long, as systemd's
 // parse_argv and oomd's main use it. "--name=VALUE" and "--name VALUE", "-x VALUE", bundled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A configuration file handed to a pure parser: its name (for messages and ValueSource) and text.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The shipped defaults (docs/architecture.md §3; reasoning in docs/configuration.md). Pure.
 #include <chrono>

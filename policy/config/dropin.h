@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // systemd unit drop-ins carrying cxiosync policy, e.g.
 // /etc/systemd/system/backup.slice.d/70-cxiosync.conf:

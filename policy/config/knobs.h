@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The policy knobs of docs/architecture.md §3 as plain values, and where each effective value came
 // from.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Policy resolution (docs/policy-semantics.md): four layers, highest first
 //   runtime (D-Bus/CLI) > drop-in ([X-CxIOSync]) > YAML > built-in default,

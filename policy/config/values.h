@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Text <-> value for every knob, shared by the YAML config, the [X-CxIOSync] drop-in parser and
 // runtime settings (D-Bus/CLI), so one spelling means the same everywhere. Pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The YAML configuration (/etc/cxiosync/cxiosync.yaml + cxiosync.d/*.yaml): text -> plain
 // structs -> validated. Pure: the caller reads the files (daemon/sources/config_loader.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cgroup v2 `cgroup.events`: "populated 0|1\nfrozen 0|1\n".
 // `populated` is required; `frozen` (Linux 5.2+) defaults to false when absent. Values must be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cgroup v2 `io.max` (block/blk-throttle.c: tg_prfill_max):
 //   "MAJ:MIN rbps=V wbps=V riops=V wiops=V\n", `max` = unlimited; only limited devices listed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/formats/io_stat.h"
 
 #include "policy/formats/text_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cgroup v2 `io.stat`: "MAJ:MIN key=value ..." per device. Keys may be absent (a device
 // line with no keys at all, e.g. "7:0 ") or extra (cost.*, io.latency keys): parsed

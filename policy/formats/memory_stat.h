@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // cgroup v2 `memory.stat`: "key value" lines, values in bytes (or counts).
 // Kernel 6.1 (mm/memcontrol.c: memory_stat_format) prints "%s %llu\n" for every key.

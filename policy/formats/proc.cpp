@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/formats/proc.h"
 
 #include "policy/formats/text_util.h"

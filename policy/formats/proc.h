@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // procfs per-task files: /proc/PID/task/TID/{stat,syscall,cgroup}.
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Pressure stall information (`io.pressure`, /proc/pressure/io):
 //   "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=... total=0\n"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Internal helpers shared by the kernel text parsers in policy/formats/. Not a public API:
 // include only from policy/formats/*.cpp (and their tests).

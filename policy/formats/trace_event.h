@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // One line of a tracefs `trace_pipe` in the default text format, e.g.
 //   "            sync-133     [001] .....    12.345678: sys_sync()"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/model/cgroup_path.h"
 
 #include "policy/quote.h"

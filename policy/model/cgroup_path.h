@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A cgroup path relative to the cgroup2 root, normalized: "" is the root, "a/b" a child.
 // Built only through parse(), which rejects anything that could escape the root.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A block device number as the kernel prints it in cgroup files: "MAJ:MIN".
 #include <compare>

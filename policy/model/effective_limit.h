@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The effective write limit of a cgroup on a device: io.max limits are hierarchical, so what
 // applies is the tightest of the cgroup's own line and every ancestor's, per key. A boost

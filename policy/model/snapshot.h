@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // What the sensing half of the daemon saw at one instant: the planner's whole input about
 // the system. Built by daemon/ adapters, consumed by the pure planner.

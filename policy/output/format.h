@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Human units for cxiosyncctl and cxiosync-loop: sizes, rates, durations, times that read.
 // Pure functions (policy/output: the table model renders its typed cells with these).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // One table model for human and JSON output, as systemd's format-table: a verb fills a Table
 // of typed cells once, and the same table prints as an aligned table, as a "Key: value" show

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The planner's output: what the executor should do, each with the reason a log line needs.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The words of the planner's decisions (StartBoost::reason, Refuse::detail): how limits,
 // amounts, durations and syncers read in a log line. Pure text, no state.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The boost planner: a pure state machine, snapshot + active boosts + policy + clock ->
 // decisions. No syscalls, no logging, no globals. Rules and the reasons behind them:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """cxiosyncd benchmark: one VM run, a printed table and a JSON file.
 
     tests/bench/daemon_bench.py [--build-dir DIR] [--sizes "16 64"] [--json OUT.json]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Guest half of the cxiosyncd benchmark (run by daemon_bench.py through tests/vm/vmrun.py).
 # For each dirty size (BENCH_SIZES, default "16 64" MiB) at 1 MiB/s: sync time from cg2 with
 # no limit, with the limit and no daemon, with cxiosyncd (tracefs), with cxiosyncd (procfs);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Sensing cost (issue 4, "Performance"):
 //  1. procfs scan cost vs thread count: real threads of this process on the host's /proc
 //     (1k, 10k sleeping threads), and fake /proc trees (1k, 10k threads, 1% in state D).

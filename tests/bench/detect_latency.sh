@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Detection latency of both sync detectors on a real kernel (VM, ~3 min under TCG):
 #   tests/bench/detect_latency.sh BUILD_DIR [OUT.json]
 # Runs tests/vm/scenarios/sense_latency.sh and copies its latency.json to OUT.json.

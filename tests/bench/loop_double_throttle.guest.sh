@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Benchmark, guest part of tests/bench/loop_double_throttle.sh (kept out of tests/vm/scenarios
 # so that the vm test tier does not run it): the double dirty throttling
 # of a loop device over page cache (the 2017 PF_LESS_THROTTLE case). mkfs + mount + write

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Benchmark: ext4 on the raw disk vs on a buffered kernel loop device vs on a loop device set
 # up by cxiosync (direct I/O), with vm.dirty_bytes small (4 MiB) so the loop-over-page-cache
 # path is dirty-throttled twice. One VM run (tests/vm/vmrun.py, Debian kernel under QEMU).

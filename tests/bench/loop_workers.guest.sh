@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Benchmark, guest part of tests/bench/loop_workers.sh: the 2020 "multiple loop workers"
 # experiment (4 concurrent sequential readers with direct I/O on a file in ext4 on a loop
 # device) against a latency-bound backing store.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Benchmark: does a "workers" setting change throughput? The 2020 multiple-loop-workers
 # experiment, reproduced on the real kernel (one VM run, tests/vm/vmrun.py): 4 concurrent
 # sequential direct-I/O readers of a big file in ext4 on a block device whose backing file

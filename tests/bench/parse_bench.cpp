@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Parse throughput of the kernel text parsers (policy/formats) on generated input.
 // The figure of record is io.stat with 10,000 device lines (issue 3, "Performance").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Planner benchmark: one planner step over N cgroups and 100 syncers (N = 1k, 5k, 10k).
 // Prints a table and writes JSON (argv[1], default planner_bench.json). Not a timed test.
 //

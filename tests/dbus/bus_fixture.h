@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // What the dbus tier's suites share (dbus_test.cpp, loop_dbus_test.cpp): running a command
 // with its output captured, and a private dbus-daemon with a server on it. Every child dies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The dbus tier against the real cxiosyncd: a private dbus-daemon, the daemon over a fake
 // cgroup tree in a temp dir (procfs detector over an empty /proc), the real cxiosyncctl.
 // What only the real daemon can show: the runtime policy layer persisted in the state file

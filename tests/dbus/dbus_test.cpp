@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The dbus tier: a private dbus-daemon per suite, the real BusServer (in the test server,
 // with the fake backend, or the real daemon through CXIOSYNC_DBUS_TEST_SERVER), the real
 // cxiosyncctl as a subprocess, and raw sdbus-c++ calls for inputs the CLI refuses to send.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // An in-memory ManagerBackend for the dbus tests and the test server: a fixed cgroup tree,
 // one boost, one syncer, runtime policy overrides with inheritance. Deterministic (fixed

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Compare the org.cxiosync1.Manager interface of two introspection XML files.
 
 Usage: introspect_normalize.py EXPECTED.xml ACTUAL.xml [INTERFACE]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Loop devices over D-Bus and cxiosyncctl loop, on this host's REAL kernel: a private
 // dbus-daemon, the test server with --loop-run-dir (BusServer + the real LoopManager through
 // daemon/loop_bus_backend), the real cxiosyncctl as a subprocess, raw sdbus-c++ calls for

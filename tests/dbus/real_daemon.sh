@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs the dbus tier (dbus_tests) against the real cxiosyncd instead of the fake-backend test
 # server (the CXIOSYNC_DBUS_TEST_SERVER hook of dbus_test.cpp), over a fake cgroup tree.
 #   real_daemon.sh DBUS_TESTS CXIOSYNCD [gtest args...]

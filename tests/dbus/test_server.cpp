@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosync-dbus-test-server: BusServer + FakeBackend on a given bus, driven by a poll() loop
 // exactly as the daemon drives it (pollSpec/process), plus an optional fake polkit authority.
 //

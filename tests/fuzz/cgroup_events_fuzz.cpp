@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parseCgroupEvents.
 #include "policy/formats/cgroup_events.h"
 #include "tests/fuzz/fuzz_common.h"

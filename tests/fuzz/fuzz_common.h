@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Shared helpers for the libFuzzer targets: turn the fuzzer's bytes into a string_view and
 // abort (a crash libFuzzer reports) when a parser breaks one of its documented invariants.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parseIoMax; every parsed entry must survive formatIoMaxLine -> parseIoMax,
 // but for a later kernel's keys (otherKeys), which are kept, never written.
 #include "policy/formats/io_max.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parseIoStat.
 #include "policy/formats/io_stat.h"
 #include "tests/fuzz/fuzz_common.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parseMountInfo. Unescaped paths never hold NUL.
 #include "policy/formats/mountinfo.h"
 #include "tests/fuzz/fuzz_common.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parseProcSyscall.
 #include "policy/formats/proc.h"
 #include "tests/fuzz/fuzz_common.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parsePsi. Parsed averages are finite and non-negative.
 #include <cmath>
 

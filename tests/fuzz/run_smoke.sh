@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Runs one libFuzzer binary briefly: run_smoke.sh FUZZER SEED_DIR FIXTURES_DIR SECONDS
 # The checked-in seeds are never modified: new inputs go to a temporary corpus. Exits
 # non-zero (and prints the reproducer path) when the fuzzer finds a crash, leak, UB, timeout

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libFuzzer target: parseTraceLine, fed line by line like the tracefs adapter does.
 #include "policy/formats/trace_event.h"
 #include "tests/fuzz/fuzz_common.h"

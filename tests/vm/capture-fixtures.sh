@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Regenerates tests/fixtures/kernel-X.Y/ from a real kernel: boots the VM harness with the
 # capture_fixtures scenario and copies what it read into the source tree.
 #   tests/vm/capture-fixtures.sh [--out DIR] [--kernel VERSION]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Stage 2: PID 1 inside the VM after switch_root (the host's root fs, overlaid).
 # Sets up the runtime, then runs every scenario of the plan written by vmrun.py:
 #   /run/cxvm            writable 9p share (host temp dir)

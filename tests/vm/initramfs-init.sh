@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Stage 1 (/init of the busybox initramfs built by vmrun.py): load the virtio/9p/overlay
 # modules, mount the host's / (9p, read-only) under a tmpfs overlay and switch_root into
 # it, running the stage-2 program named by `cxvm.stage2=` on the kernel command line

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Helpers for VM scenarios. Source it first:   . "$CXVM_LIB"
 # Runs under bash inside the guest. Environment set by the harness (guest-init.sh):
 #   CXVM_SCENARIO        this scenario's name

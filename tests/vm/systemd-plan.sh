@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The scenario loop for `vmrun.py --init=systemd` (run by cxvm-run.service, see
 # systemd-stage2.sh). Same contract as guest-init.sh: /run/cxvm/plan.sh in, per scenario
 # /run/cxvm/NAME/{log,result.kv,...,status} out, /run/cxvm/ready and /run/cxvm/done.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Stage 2 for `vmrun.py --init=systemd`: started by initramfs-init.sh (cxvm.stage2=) after
 # switch_root, as PID 1. Writes the two units of the scenario run into /run/systemd/system
 # (tmpfs, in the unit search path; no exec: heredocs only) and becomes systemd:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """cxiosync real-kernel VM harness.
 
 Boots Debian's installed kernel under QEMU (TCG), with the host's root filesystem

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // BlockDevices: one entry point over every block-device backend (backend.h). It chooses the
 // backend of a new device (the auto rule), routes changes by device name (loopN -> the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/blockdev/devices/backend_tool.h"
 
 #include <fcntl.h>

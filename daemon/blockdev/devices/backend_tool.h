@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The cxiosync-loop tool's commands for backends, workers and queue depth (tool_main.cpp
 // hands them over):

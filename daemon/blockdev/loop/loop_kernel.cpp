@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/blockdev/loop/loop_kernel.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The loop driver's userspace interface, behind a small virtual class so the manager's
 // state machine (races, EBUSY, fallbacks) can be tested with a fake that injects errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // LoopManager: sets up, lists, changes and detaches kernel loop devices, and remembers which
 // ones cxiosync created (loop_state.h). The D-Bus layer (org.cxiosync1.Loop) and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Ownership of loop devices cxiosync created: who asked (uid), when, with which options, and
 // which backing file (st_dev + inode) — persisted in <run-dir>/loops.json (tmpfs; written to a

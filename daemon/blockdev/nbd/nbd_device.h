@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Kernel nbd devices used as multi-worker block devices (see nbd_server.h for the data path):
 //

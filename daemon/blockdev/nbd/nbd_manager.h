@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // NbdManager: the nbd multi-worker backend's device lifecycle for the daemon and the
 // cxiosync-loop tool — set up (spawn a cxiosync-nbd-server for the caller's backing fd), list,

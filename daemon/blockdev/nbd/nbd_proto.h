@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The NBD transmission protocol as the Linux nbd driver speaks it over a socket set with
 // NBD_SET_SOCK (no handshake: the kernel is told size and flags by ioctl).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // The userspace half of an NBD-backed block device: serves the kernel nbd driver's requests
 // on N connected sockets (one per NBD connection, multi-connection mode) with a pool of

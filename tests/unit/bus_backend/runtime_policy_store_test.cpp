@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The runtime policy layer's files (daemon/sources/runtime_policy_store.h) and the daemon flags
 // that place them (--state-dir, --bus).
 #include "daemon/sources/runtime_policy_store.h"

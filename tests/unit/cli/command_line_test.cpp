@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // policy/cli/command_line.h: getopt_long with errors as values, no abbreviations, explicit
 // order. Every program's command line goes through it.
 #include "policy/cli/command_line.h"

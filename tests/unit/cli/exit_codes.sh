@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every program's bad command line: exactly one line on stderr that names the option and
 # the value, nothing on stdout, and the documented exit status. Nothing here reaches a
 # device, a bus or a config: parsing fails first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The shipped packaging/cxiosync.yaml must parse, and with every commented-out default enabled
 // it must state exactly the built-in defaults (so the file never drifts from the code).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosyncctl loop: argument checks, sizes, device names, rendering; and the LoopSetup
 // option parsing the daemon applies (dbus/loop_wire.h). Pure: no bus, no kernel.
 #include "dbus/ctl/loop_cli.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The daemon core on a fake cgroup tree: a journal left by a killed daemon is restored
 // before READY=1 reaches the (fake) service manager.
 #include "daemon/core/daemon.h"

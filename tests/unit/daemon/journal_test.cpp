@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/act/journal.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // Helpers shared by the daemon unit tests: a temp dir and a fake io.max that behaves like
 // the kernel's (merging written keys into the device line; all-max lines disappear).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The [X-CxIOSync] drop-in layer: lookup through a finder, lazy tracking, refresh, errors that
 // keep the previous settings; the standard-conf finder on a temp root; inotify on the search
 // path; and the daemon applying a drop-in (and an edit of it) to its policy.

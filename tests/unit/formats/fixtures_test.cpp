@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Every real kernel text file captured in tests/fixtures/kernel-*/ (tests/vm) goes through
 // its parser. A new fixture file must be either parsed here or listed as not ours, so a
 // capture that adds a format nobody parses is noticed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // policy/json.h: nlohmann-json helpers (dump that never throws, tolerant typed reads).
 #include "policy/json.h"
 

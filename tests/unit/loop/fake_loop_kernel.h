@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A fake loop driver for LoopManager tests: keeps device state in memory and mirrors it into
 // a fake sysfs tree (so the real LoopSysfs reads it), injects EBUSY races, ENOTTY (pre-5.8

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Real loop devices on the machine running the tests. Skips (never fails) when that is not
 // possible: not root, no usable /dev/loop-control, or CXIOSYNC_SKIP_HOST_LOOP=1. Every test
 // removes what it created; the fixture checks that no device backed by its file is left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "daemon/blockdev/loop/loop_state.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosync-loop's command lines (daemon/blockdev/devices/backend_tool.h): one parser for
 // add and set whichever backend serves the device. Pure parsing: no device is touched.
 #include "daemon/blockdev/devices/backend_tool.h"

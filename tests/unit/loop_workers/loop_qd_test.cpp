@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Queue depth of kernel loop devices through LoopManager, on the fake loop driver of
 // tests/unit/loop (its sysfs tree is where nr_requests is written and read back).
 #include <gtest/gtest.h>

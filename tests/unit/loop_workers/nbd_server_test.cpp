@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The userspace NBD server driven the way the kernel drives it: requests on connected
 // sockets, replies matched by handle. No kernel nbd device needed.
 #include "daemon/blockdev/nbd/nbd_server.h"

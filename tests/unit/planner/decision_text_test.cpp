@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The words of decisions (policy/planner/decision_text.h): what a log line shows.
 #include "policy/planner/decision_text.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Randomized property tests (fixed seeds, reproducible): random cgroup trees, limits, dirty
 // data, syncers coming and going, policy flips, outsiders rewriting io.max, cgroups vanishing,
 // dry run and shutdown, all driven through the planner and the simulated executor of world.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Planner scenarios: one row per situation, each a short script of system changes and the
 // exact decisions expected after every planner step (rendered compactly by world.h).
 #include <gtest/gtest.h>

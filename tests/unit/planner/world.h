@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A small simulated system for planner tests: a snapshot to edit, a fake policy with
 // inheritance, and an executor that applies decisions the way BoostExecutor does (journal +

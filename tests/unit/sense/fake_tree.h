@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // A directory tree in a fresh temp dir for adapter tests (cgroupfs, procfs, sysfs,
 // tracefs fakes). Removed on destruction.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Cgroups created after SnapshotBuilder's last tree walk are learnt within about a second
 // (cgroup.stat nr_descendants, unknown syncer cgroups/inodes, young cgroups), not at the
 // next scheduled walk.

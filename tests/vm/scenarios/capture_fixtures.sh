@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Captures real kernel text for the parser tests (tests/fixtures/kernel-X.Y/).
 # Run through tests/vm/capture-fixtures.sh, which copies $CXVM_OUT/files/ into the tree.
 # The centre piece is an inverted sync: cg1 (wbps=1MiB/s) dirties 4 MiB, cg2 syncs;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A sync loop from a tenant with isolation on (issue 5): cg1's boost_budget (20% of 20 s)
 # caps how long cg1 is boosted, however often the tenant syncs. The boost ceiling is 2 MiB/s
 # so that a boosted sync still takes long and the budget, not the sync's end, stops it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # boost: deny on cg1 (issue 5): a foreign sync from cg2 gets no boost, stays slow, and the
 # refusal is logged with its reason.
 . "$CXVM_LIB"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Dry run (issue 5): the headline scenario with --dry-run changes nothing (io.max never
 # written, the sync stays slow) and logs what it would have done.
 . "$CXVM_LIB"

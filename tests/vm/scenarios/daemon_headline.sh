@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Headline proof (issue 5): cg1 limited to 1 MiB/s holds DIRTY_MIB (default 32) MiB of dirty
 # page cache; `sync` from cg2 (sync_isolation on, the shipped default for the root) finishes
 # in about the unthrottled time with cxiosyncd, and takes the throttled time without it.

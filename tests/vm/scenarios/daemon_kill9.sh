@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # kill -9 of the daemon mid-boost, then restart (issue 5): the journal keeps the original
 # limit, and the restarted daemon restores it before it sends READY=1.
 . "$CXVM_LIB"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # systemd lifecycle (issue 5): SIGHUP reload with RELOADING=1/READY=1, a bad config keeps the
 # old one and says why; lift_on_shutdown: a stop while the system is going down
 # (--assume-shutdown=yes stands in for PID 1's SystemState "stopping") lifts every boostable

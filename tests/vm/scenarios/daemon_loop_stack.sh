@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Sync isolation across a device stack (issue 7 item 5): cg1 writes into ext4 on a loop
 # device whose backing file lives on the scratch disk. cg1 is limited on BOTH layers (the
 # loop device, and the scratch disk that carries the loop's re-issued direct I/O, charged

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A cgroup created after cxiosyncd's tree walk is handled within about a second, not at the
 # next scheduled walk (30 s): with cxiosyncd already running, a new cgroup gets its own write
 # limit (1 MiB/s), dirties MIB (default 8) MiB, and `sync` from cg2 a few seconds after its

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Stand-in for systemd's notify socket in VM scenarios (there is no systemd in the guest).
 
     daemon_notify.py SOCKET OUTFILE [WATCH_FILE]

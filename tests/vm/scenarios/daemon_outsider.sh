@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # An outsider rewrites io.max of cg1 during a boost (issue 5): after the sync, the
 # outsider's value stands, and the daemon logs both values.
 . "$CXVM_LIB"

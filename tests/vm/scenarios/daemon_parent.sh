@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Limit on a parent (issue 5): tenants/ is limited, the writer runs in tenants/cg1; a sync
 # from cg2 boosts tenants/ (where the limit sits) and restores it exactly.
 . "$CXVM_LIB"

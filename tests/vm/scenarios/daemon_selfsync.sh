@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Self-sync (issue 5): a sync from inside the limited cgroup gets no help — it stays
 # throttled, nothing is boosted, and the refusal is logged once.
 . "$CXVM_LIB"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # D-Bus/CLI proof (issue 6) on the real kernel with a real system bus:
 #   cxiosyncd starts with sync_isolation OFF for /cg2 (YAML config);
 #   `cxiosyncctl isolate cg2 on`  -> the sync from cg2 over cg1's throttled dirty data is fast;

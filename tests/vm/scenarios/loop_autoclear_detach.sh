@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Autoclear (the device lives while something holds it), plain detach, lazy detach of a
 # mounted device (autoclear set, reported, gone after umount), ownership rules.
 . "$CXVM_LIB"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Backing file on ramfs (no direct I/O on any kernel: no direct_IO / FMODE_CAN_ODIRECT):
 # direct_io=on fails and leaves nothing; auto falls back to buffered and says why (reply,
 # show, list); off is quietly buffered.

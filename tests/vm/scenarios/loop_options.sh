@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Loop setup with each option on an ext4 backing file; effective direct I/O read back; a
 # read-only fd gives a read-only device; detach; no leaks.
 . "$CXVM_LIB"

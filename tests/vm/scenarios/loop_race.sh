@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Races with a concurrent `losetup -f`: both sides get devices, none fails, cxiosync never
 # clears a device the other side won, nothing leaks.
 . "$CXVM_LIB"

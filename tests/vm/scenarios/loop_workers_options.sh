@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Workers/backend/queue-depth options: kernel loop queue depth applied at setup and live and
 # read back; bad values refused with clear errors; the auto rule; nbd workers not settable at
 # runtime (said clearly); the kernel loop has no worker count (said clearly); backends

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A server whose backing storage hangs (the backing file on a dm device that is suspended):
 # the workers block in the backing I/O, and the kernel fails the request once the NBD
 # timeout has expired on the connections (bounded), never a hang forever. After the storage

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Killing the server of an nbd multi-worker device: I/O fails within the timeout (never a
 # hang), list/show report the dead server, detach clears it, nothing leaks.
 . "$CXVM_LIB"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbd multi-worker devices with 1 and 4 workers: create, data through the device read back
 # identically from the backing file after detach and through a new device (checksums), a
 # filesystem on it passes fsck, PR_SET_IO_FLUSHER on every server thread, one connection per

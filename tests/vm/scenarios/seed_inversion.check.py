@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Host-side assertions for vm.seed_inversion (argument: the scenario's result dir).
 
 The inversion is real when, with cg1 limited to L bytes/s and D bytes dirty in cg1,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Host-side assertions shared by sense_tracefs / sense_procfs (issue 4 VM proofs).
 
 Inputs (the scenario's result dir): result.json (cases with pid, cgroup, t0/t1 wall ms)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Detection latency (sync entry -> syncer in a snapshot) per backend, from sense_latency.
 
 Each stamp line is "PID T_ENTER_MS T_RETURN_MS". An episode is a maximal run of observer

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Detection latency benchmark (issue 4, "Performance"): sync entry -> syncer in the
 # observer's snapshot, for each backend, over SENSE_N (default 20) syncs. A persistent
 # python3 syncer in cg2 stamps the wall clock right before each sync(2), so process

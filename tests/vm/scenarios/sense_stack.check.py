@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Host check for sense_stack: the device stack cxiosync reads from a real sysfs."""
 import json
 import os

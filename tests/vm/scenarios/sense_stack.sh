@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Issue 4: the block device stack on a real kernel, read by cxiosync-observe.
 #   vda (scratch) <- loopA (file on vda, partitioned: loopAp1 with ext4)
 #   loopAp1's fs  <- loopB (file on loopAp1)   => edge loopB -> loopA (whole disk)

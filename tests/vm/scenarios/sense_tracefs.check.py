@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Host check for sense_tracefs: see sense_check.py."""
 import os
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Smoke test of the harness itself: the guest runtime is what scenarios expect.
 . "$CXVM_LIB"
 cxvm_log "kernel $CXVM_KERNEL, scratch $CXVM_SCRATCH_DEV ($CXVM_SCRATCH_MAJMIN)"

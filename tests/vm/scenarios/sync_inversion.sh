@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The seed sync inversion, measured: a writer in cg1 dirties N MiB on the scratch disk,
 # then `sync` runs from cg2 (no limit). Repeated for each size and mode:
 #   unlimited  cg1 io.max wbps=max

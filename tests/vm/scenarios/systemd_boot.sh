@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # systemd boot mode self-check (vmrun.py --init=systemd): PID 1 is systemd, the system bus
 # answers, no unit of the boot transaction failed.
 . "$CXVM_LIB"

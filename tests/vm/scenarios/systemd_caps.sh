@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Measures cxiosyncd's minimal CapabilityBoundingSet under systemd (vmrun.py --init=systemd):
 # starts from the candidate set, removes one capability at a time (a runtime drop-in), and
 # runs the headline case each time: a unit in throttled.slice (1 MB/s) dirties CAPS_MIB MiB,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Issue 8 item 1 under systemd as PID 1: cxiosyncd takes policy from [X-CxIOSync] sections of
 # unit drop-ins, in systemd's own order (DropInPaths over PID 1's private socket):
 #   A. the YAML denies boosts everywhere (/ boost: deny); throttled.slice's drop-in

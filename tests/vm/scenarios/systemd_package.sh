@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Issue 8 item 4 under systemd as PID 1 (vmrun.py --init=systemd): the package's life cycle
 # with the real dpkg and the real maintainer scripts. Runs after systemd_pid1 in the same boot,
 # which installed the .deb ($CXVM_DEB) with dpkg -i and saw the service start (Type=notify).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Issue 8 proof under systemd as PID 1 (vmrun.py --init=systemd): the .deb installs and
 # starts cxiosyncd (Type=notify), a throttled.slice (IOWriteBandwidthMax= 1M, [X-CxIOSync]
 # Boost=allow) holds dirty data of a unit, and `systemd-run --slice=system.slice --wait sync`

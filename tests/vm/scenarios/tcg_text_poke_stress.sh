@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Harness check, not registered with ctest (see tests/vm/README.md, -accel): the daemon's
 # tracefs instance life cycle (mkdir, buffer settings, enable the sync syscall and writeback
 # events, read trace_pipe, disable, rmdir) in a loop for STRESS_SECS (default 120) while
