@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Debian 13 (trixie) job of scripts/test.sh: builds this tree in a trixie root (g++ 14,
 # sdbus-c++ 2.x, clang 19, yaml-cpp 0.8, spdlog 1.15) and runs the unit (with fuzz smoke) and
 # dbus tiers there.
@@ -34,8 +35,9 @@ PACKAGES=(
   # libraries
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev
-  # the package (build-deb.sh --prebuilt: dpkg-buildpackage + dh)
-  debhelper
+  # the package (build-deb.sh --prebuilt: dpkg-buildpackage + dh) and its man pages (scdoc;
+  # the man.pages test renders them with man-db/groff and col)
+  debhelper scdoc man-db groff-base bsdextrautils
   # what the tiers run: a private dbus-daemon, busctl (package systemd), python3, jq, losetup
   dbus systemd python3 jq procps util-linux mount kmod
 )
