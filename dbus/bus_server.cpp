@@ -285,7 +285,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
       m.what = "set the boost ceiling of " + path.display();
       m.cgroup = path.display();
       m.knob = "boost_ceiling";
-      m.value = boostCeilingName(*parsed);
+      m.value = formatBoostCeiling(*parsed);
       m.apply = [this, path, c = *parsed](const ChangeOptions& o) {
         return backend().setBoostCeiling(path, c, o);
       };

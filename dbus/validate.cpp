@@ -89,18 +89,6 @@ Result<BoostCeiling> parseBoostCeiling(std::string_view text) {
   return BoostCeiling{BoostCeiling::Kind::Bytes, *bw};
 }
 
-std::string boostCeilingName(const BoostCeiling& c) {
-  switch (c.kind) {
-    case BoostCeiling::Kind::Inherit:
-      return "inherit";
-    case BoostCeiling::Kind::Max:
-      return "max";
-    case BoostCeiling::Kind::Bytes:
-      break;
-  }
-  return std::to_string(c.bytesPerSecond);
-}
-
 Result<MethodOptions> parseMethodOptions(const std::map<std::string, std::string>& keys,
                                          const std::map<std::string, bool>& boolValues,
                                          bool allowRuntime) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "policy/config/knobs.h"
+#include "policy/config/values.h"
 #include "policy/model/cgroup_path.h"
 #include "policy/result.h"
 
@@ -36,7 +37,6 @@ Result<uint64_t> parseBandwidth(std::string_view text);
 
 // "inherit" | "max" | a bandwidth (parseBandwidth).
 Result<BoostCeiling> parseBoostCeiling(std::string_view text);
-std::string boostCeilingName(const BoostCeiling& c);  // "inherit", "max", "1048576"
 
 // Options of a method call, by D-Bus signature of each value ("b", "s", ...).
 // Known keys (see org.cxiosync1.xml): "interactive" (b) everywhere, "runtime" (b) on setters.

@@ -65,7 +65,7 @@ std::vector<PolicyRow> policyRows(const EffectivePolicy& p) {
   rows.push_back({"sync_isolation", p.syncIsolation.value ? "on" : "off",
                   describeSource(p.syncIsolation.source)});
   rows.push_back({"boost", boostPermissionName(p.boost.value), describeSource(p.boost.source)});
-  rows.push_back({"boost_ceiling", boostCeilingName(p.boostCeiling.value),
+  rows.push_back({"boost_ceiling", formatBoostCeiling(p.boostCeiling.value),
                   describeSource(p.boostCeiling.source)});
   rows.push_back({"max_boost_seconds", std::to_string(p.maxBoost.value.count()),
                   describeSource(p.maxBoost.source)});

@@ -272,7 +272,7 @@ int Runner::change() {
     auto c = dbus::parseBoostCeiling(inv_.args[1]);
     if (!c) return fail(kExitInvalidArgs, "ceiling: " + c.error().message);
     knob = "boost_ceiling";
-    value = dbus::boostCeilingName(*c);
+    value = formatBoostCeiling(*c);
     client().setBoostCeiling(cg->path, value, req);
   } else {
     client().resetPolicy(cg->path, req);

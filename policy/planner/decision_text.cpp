@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policy/planner/decision_text.h"
 
+#include "policy/config/values.h"
+
 namespace cxiosync {
 
 std::string fmtLimit(uint64_t v) {
@@ -48,15 +50,7 @@ std::string describeSyncer(const Syncer& s) {
 }
 
 std::string describeCeiling(const BoostCeiling& c) {
-  switch (c.kind) {
-    case BoostCeiling::Kind::Inherit:
-      return "inherit";
-    case BoostCeiling::Kind::Max:
-      return "max";
-    case BoostCeiling::Kind::Bytes:
-      return std::to_string(c.bytesPerSecond) + " B/s";
-  }
-  return "?";
+  return formatBoostCeiling(c) + (c.kind == BoostCeiling::Kind::Bytes ? " B/s" : "");
 }
 
 }  // namespace cxiosync

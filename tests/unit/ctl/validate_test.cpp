@@ -77,8 +77,8 @@ TEST(Validate, Ceiling) {
   ASSERT_TRUE(b);
   EXPECT_EQ(b->kind, BoostCeiling::Kind::Bytes);
   EXPECT_EQ(b->bytesPerSecond, 10485760u);
-  EXPECT_EQ(boostCeilingName(*b), "10485760");
-  EXPECT_EQ(boostCeilingName(*parseBoostCeiling("max")), "max");
+  EXPECT_EQ(formatBoostCeiling(*b), "10485760");
+  EXPECT_EQ(formatBoostCeiling(*parseBoostCeiling("max")), "max");
   EXPECT_FALSE(parseBoostCeiling("MAX"));
   EXPECT_FALSE(parseBoostCeiling("unlimited"));
 }
