@@ -71,6 +71,16 @@ bool readsAsZero(const IoLimits& l) {
   return false;
 }
 
+Error zeroReadRefusal(const std::string& holder, const std::string& dev, const IoLimits& read) {
+  spdlog::warn(
+      "not boosting {} on {}: io.max reads {}, which no limit in force looks like (the "
+      "post-6.10 io.max display bug); an original is only recorded from a sane read  "
+      "action=refuse-zero-read cgroup={} device={}",
+      holder, dev, limitsText(read), logQuote(holder), dev);
+  return makeError("io.max of " + holder + " on " + dev + " reads as zeros: " + limitsText(read),
+                   EIO);
+}
+
 }  // namespace
 
 bool isGoneCode(int code) {
@@ -258,13 +268,7 @@ Status BoostExecutor::start(const StartBoost& d, TimePoint now, bool shutdownLif
   const IoLimits original = fullLimits(cur->line);
   if (readsAsZero(original)) {
     ++stats_.failures;
-    spdlog::warn(
-        "not boosting {} on {}: io.max reads {}, which no limit in force looks like (the "
-        "post-6.10 io.max display bug); an original is only recorded from a sane read  "
-        "action=refuse-zero-read cgroup={} device={}",
-        holder, dev, limitsText(original), logQuote(holder), dev);
-    return makeError(
-        "io.max of " + holder + " on " + dev + " reads as zeros: " + limitsText(original), EIO);
+    return zeroReadRefusal(holder, dev, original);
   }
   if (fullLimits(d.original) != original)
     spdlog::debug(
