@@ -167,7 +167,7 @@ in_root "$ROOT" /bin/bash -euo pipefail -c "
   cmake -S /src -B /cxiosync-build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_INSTALL_PREFIX=/usr >/cxiosync-build.configure.log 2>&1 ||
     { tail -n 40 /cxiosync-build.configure.log; exit 1; }
-  cmake --build /cxiosync-build -j$JOBS
+  cmake --build /cxiosync-build -j$JOBS -- -k 0  # every error of g++ 14 in one run
 "
 echo "== debian13: build took $(elapsed "$t0") s"
 [ $build_only = 1 ] && exit 0

@@ -13,6 +13,7 @@
 // getopt_long keeps its state in globals (optind, optarg): one CommandLine at a time, on
 // one thread. Pure otherwise (no I/O).
 #include <getopt.h>
+#include <cstdint>
 
 #include <optional>
 #include <string>
