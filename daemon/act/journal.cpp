@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "daemon/kernel/fs.h"
@@ -116,6 +117,10 @@ Result<JournalRecord> recordFromJson(const Json& j) {
   r.boost.boosted = IoMaxEntry{r.boost.device, boosted.value()};
   auto mono = jsonInt(j, "started_mono_usec");
   if (!mono) return makeError("\"started_mono_usec\" must be an integer");
+  // TimePoint counts nanoseconds: a larger value would overflow (UB) in the conversion and be
+  // rewritten as another time (found by fuzz_journal).
+  constexpr int64_t kMaxUsec = std::numeric_limits<int64_t>::max() / 1000;
+  if (*mono > kMaxUsec || *mono < -kMaxUsec) return makeError("\"started_mono_usec\" out of range");
   r.boost.started = TimePoint(std::chrono::microseconds(*mono));
   if (auto st =
           readOptional(j, "started_unix_usec", jsonInt(j, "started_unix_usec"), r.startedUnixUsec);

@@ -237,6 +237,26 @@ TEST(JournalTest, BadValuesMakeARecordUnreadable) {
   EXPECT_TRUE(unreadable("{\"version\":1,\"boosts\":[7]}"));
 }
 
+// Found by fuzz_journal: a start time beyond the nanosecond TimePoint overflowed (UB) and was
+// rewritten as another value; such a record is unreadable, its cgroup kept.
+TEST(JournalTest, StartTimeBeyondTimePointRangeIsUnreadable) {
+  std::string good = serializeJournal({sampleRecord()});
+  for (const char* v : {"9223372036854775807", "-9223372036854775808", "9223372036854776"}) {
+    std::string bad = good;
+    bad.replace(bad.find("123456789"), 9, v);
+    ParsedJournal p = parseJournal(bad);
+    ASSERT_EQ(p.unreadable.size(), 1u) << v;
+    EXPECT_TRUE(p.records.empty()) << v;
+    EXPECT_EQ(p.unreadable[0].cgroup, cg("/tenants/cg1")) << v;
+  }
+  std::string edge = good;
+  edge.replace(edge.find("123456789"), 9, "9223372036854775");
+  ParsedJournal p = parseJournal(edge);
+  ASSERT_EQ(p.records.size(), 1u);
+  EXPECT_EQ(parseJournal(serializeJournal(p.records)).records[0].boost.started,
+            p.records[0].boost.started);
+}
+
 TEST(JournalTest, TruncatedFileIsReadLineByLine) {
   JournalRecord b = sampleRecord();
   b.boost.cgroup = cg("/second\xff");
