@@ -16,9 +16,12 @@ jobs=$(nproc)
 
 echo "== ASan/UBSan build: unit tier"
 cmake --preset asan >/dev/null
-# Only what the unit tier runs: the daemons, the CLI and the dbus tier are covered by the
-# default build below, and building them twice would double CI's compile time.
+# Only what the unit tier runs: the unit test binaries, plus the programs whose command lines,
+# man pages and completion the unit tier checks (cli.exit_codes, man.pages, completion.bash;
+# the man pages are rendered with cxiosyncd and cxiosyncctl). The dbus tier is covered by the
+# default build below, and building everything twice would double CI's compile time.
 unit_targets=$(for d in tests/unit/*/; do printf 'unit_%s ' "$(basename "$d")"; done)
+unit_targets="$unit_targets cxiosyncd cxiosyncctl cxiosync-loop cxiosync-nbd-server cxiosync-observe"
 # shellcheck disable=SC2086
 cmake --build --preset asan -j"$jobs" --target $unit_targets
 ctest --preset asan -L unit -j"$jobs" --timeout 120
