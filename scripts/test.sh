@@ -3,18 +3,45 @@
 # The test command of the README: installs what is needed, checks formatting, builds the
 # default and the ASan/UBSan configurations, and runs every tier (unit, fuzz smoke, dbus, vm);
 # in a Debian 13 root it makes itself it also builds and runs the unit, fuzz smoke, dbus tiers.
-# Ends with ctest's summary line for the VM tier of the default build.
+# Ends with ctest's summary line for the VM tier of the default build, then the phase times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+t_start=$SECONDS
+phases=()
+phase() { # NAME: closes the previous phase and opens NAME
+  local now=$SECONDS
+  if [ -n "${phase_name:-}" ]; then phases+=("$(printf '%-44s %5d s' "$phase_name" $((now - phase_t0)))"); fi
+  phase_name=$1 phase_t0=$now
+  [ "$1" = end ] || echo "== $1"
+}
+
+phase "install packages"
 bash scripts/install-deps.sh
 
-echo "== clang-format check"
+jobs=$(nproc)
+# Network- and disk-bound set-up runs behind the compiles (about 8 min on a fresh machine:
+# debootstrap and apt in the trixie root, Debian's 6.12 kernel for the VM tier); the steps
+# that use them wait for them below. Both are cached, so later runs finish at once.
+prefetch_dir=$(mktemp -d)
+trap 'rm -rf "$prefetch_dir"' EXIT
+bash scripts/debian13-root.sh --root-only >"$prefetch_dir/root.log" 2>&1 &
+root_pid=$!
+bash scripts/fetch-kernel.sh --series 6.12 >"$prefetch_dir/kernel.log" 2>&1 &
+kernel_pid=$!
+wait_prefetch() { # PID LOG WHAT
+  if ! wait "$1"; then
+    echo "test.sh: $3 failed:" >&2
+    tail -n 40 "$2" >&2
+    exit 1
+  fi
+  sed "s/^/  [$3] /" "$2"
+}
+
+phase "clang-format check"
 git ls-files '*.cpp' '*.h' | xargs -r clang-format --dry-run --Werror
 
-jobs=$(nproc)
-
-echo "== ASan/UBSan build: unit tier"
+phase "ASan/UBSan build (unit tier)"
 cmake --preset asan >/dev/null
 # Only what the unit tier runs: the unit test binaries, plus the programs whose command lines,
 # man pages and completion the unit tier checks (cli.exit_codes, man.pages, completion.bash;
@@ -24,23 +51,36 @@ unit_targets=$(for d in tests/unit/*/; do printf 'unit_%s ' "$(basename "$d")"; 
 unit_targets="$unit_targets cxiosyncd cxiosyncctl cxiosync-loop cxiosync-nbd-server cxiosync-observe"
 # shellcheck disable=SC2086
 cmake --build --preset asan -j"$jobs" --target $unit_targets
-ctest --preset asan -L unit -j"$jobs" --timeout 120
 
-echo "== Debian 13 (trixie: g++ 14, sdbus-c++ 2.x, clang 19): unit, fuzz smoke and dbus tiers"
-# In a trixie root this script makes and caches in /var/cache/cxiosync-ci (never the host's
-# apt sources or packages); the first run makes it (about 8 min), later runs reuse it and
-# rebuild only what changed.
-CXIOSYNC_TRIXIE_JOBS=$jobs bash scripts/debian13-root.sh
-
-echo "== default build: all tiers"
+phase "default build"
 cmake --preset default >/dev/null
 cmake --build --preset default -j"$jobs"
-# --- VM tier: two boots at a time (kernel matrix: host kernel + Debian's 6.12, fetched once
-# into a cache outside the tree by scripts/fetch-kernel.sh; see tests/vm/CMakeLists.txt).
-# The other tiers first and alone: a unit or dbus test beside a TCG guest skews its timings.
-# Both run even if the first fails (as one ctest did), and either failing fails the script.
+
+# The tests run only once the background set-up is done: a test beside dpkg's unpacking
+# would have its timings skewed.
+phase "wait for the trixie root and the 6.12 kernel"
+wait_prefetch "$root_pid" "$prefetch_dir/root.log" "trixie root"
+wait_prefetch "$kernel_pid" "$prefetch_dir/kernel.log" "6.12 kernel"
+
+phase "ASan/UBSan unit tier"
+ctest --preset asan -L unit -j"$jobs" --timeout 120
+
+phase "Debian 13 (trixie) build, unit, fuzz smoke and dbus tiers"
+# The root made above (debootstrap from Debian's archive, cached in /var/cache/cxiosync-ci;
+# never the host's apt sources or packages); only what changed is rebuilt.
+CXIOSYNC_TRIXIE_JOBS=$jobs bash scripts/debian13-root.sh
+
+# Both ctest runs go even if the first fails, and either failing fails the script.
 rc=0
+phase "default build: every tier but the VM tier"
+# The other tiers first and alone: a unit or dbus test beside a TCG guest skews its timings.
 ctest --preset default --timeout 900 -LE '^vm$' || rc=$?
+phase "VM tier (host kernel and 6.12, two boots at a time)"
+# Kernel matrix: host kernel + Debian's 6.12 (fetched above by scripts/fetch-kernel.sh into a
+# cache outside the tree; see tests/vm/CMakeLists.txt).
 ctest --preset default --timeout 900 -L '^vm$' -j2 || rc=$?
-# --- end VM tier
+phase end
+echo "== phase times"
+printf '%s\n' "${phases[@]}"
+printf '%-44s %5d s\n' total $((SECONDS - t_start))
 exit "$rc"
