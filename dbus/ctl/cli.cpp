@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "dbus/ctl/cli.h"
 
+#include <pwd.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -142,9 +144,13 @@ dbus::Client& Runner::client() {
 Result<ResolvedCgroup> Runner::cgroupArg(const std::string& arg) const {
   // systemd (the system manager) places the units of the daemon on the system bus; a daemon on
   // another bus (tests, a development instance over a fake tree) gets the pure mapping.
+  // --user: that user's manager on its private socket (the caller's own, or any as root).
   std::unique_ptr<UnitLookup> systemd;
-  if (opt_.bus.kind == dbus::BusTarget::Kind::System) systemd = systemdUnitLookup();
-  auto r = resolveCgroupArg(arg, systemd.get());
+  if (opt_.bus.kind == dbus::BusTarget::Kind::System) {
+    systemd = opt_.userUid ? userManagerLookup(*opt_.userUid) : systemdUnitLookup();
+  }
+  auto r = opt_.userUid ? resolveUserCgroupArg(arg, *opt_.userUid, systemd.get())
+                        : resolveCgroupArg(arg, systemd.get());
   if (r && !r->note.empty() && !opt_.quiet) io_.err(r->note + "\n");
   return r;
 }
@@ -417,7 +423,8 @@ std::string usage() {
   out += loopUsage();
   out +=
       "\nCG is a cgroup path (/backup.slice) or a unit name: a slice (backup.slice,\n"
-      "a-b.slice), or a service or scope (foo.service: its cgroup, asked from systemd).\n\n"
+      "a-b.slice), or a service or scope (foo.service: its cgroup, asked from systemd).\n"
+      "With --user, unit names are the user manager's (user@UID.service's) units.\n\n"
       "Options:\n"
       "  -h --help                 Show this help\n"
       "     --version              Same as the version command\n"
@@ -428,6 +435,7 @@ std::string usage() {
       "     --no-ask-password      Do not ask for a password (polkit)\n"
       "     --runtime              isolate/boost/ceiling: until reboot only\n"
       "     --bus=system|session|ADDRESS  Which bus to talk on (default: system)\n"
+      "     --user[=UID|USER]      CG names a unit of this user's manager (default: you)\n"
       "\nExit status: 0 ok, 1 failure, 2 invalid arguments, 4 permission denied,\n"
       "7 daemon not running; status: 0 running, 3 not running.\n";
   return out;
@@ -443,6 +451,7 @@ enum CtlOptionId : int {
   kOptNoAskPassword,
   kOptRuntime,
   kOptBus,
+  kOptUser,
   kOptReadOnly,
   kOptAutoclear,
   kOptPartscan,
@@ -466,6 +475,7 @@ std::vector<option> ctlOptions() {
       {"no-ask-password", no_argument, nullptr, kOptNoAskPassword},
       {"runtime", no_argument, nullptr, kOptRuntime},
       {"bus", required_argument, nullptr, kOptBus},
+      {"user", optional_argument, nullptr, kOptUser},
       {"read-only", no_argument, nullptr, kOptReadOnly},
       {"autoclear", no_argument, nullptr, kOptAutoclear},
       {"partscan", no_argument, nullptr, kOptPartscan},
@@ -499,6 +509,21 @@ Result<uint32_t> blockSizeArg(const CliArg& a) {
   if (*n < 512 || *n > 65536 || (*n & (*n - 1)) != 0)
     return cliValueError(a, "'" + *a.value + "' is not a power of two 512..65536");
   return static_cast<uint32_t>(*n);
+}
+
+// --user: the caller; --user=1000 or --user=alice (names as getpwnam knows them).
+Result<uint32_t> userArg(const CliArg& a) {
+  if (!a.value) return static_cast<uint32_t>(::getuid());
+  const std::string& v = *a.value;
+  if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+    errno = 0;
+    unsigned long long n = std::strtoull(v.c_str(), nullptr, 10);
+    // (uid_t)-1 is "no uid" to every system call.
+    if (errno == 0 && n < 0xffffffffULL) return static_cast<uint32_t>(n);
+    return cliValueError(a, "'" + v + "' is not a uid");
+  }
+  if (const passwd* pw = ::getpwnam(v.c_str())) return static_cast<uint32_t>(pw->pw_uid);
+  return cliValueError(a, "no user '" + v + "'");
 }
 
 bool* flagTarget(CliOptions& o, int id) {
@@ -547,6 +572,12 @@ Status applyValue(CliOptions& o, const CliArg& a) {
       o.bus = *bus;
       return Ok{};
     }
+    case kOptUser: {
+      auto uid = userArg(a);
+      if (!uid) return uid.error();
+      o.userUid = *uid;
+      return Ok{};
+    }
     case kOptDirectIo:
       o.loop.directIo = a.value.value_or("on");
       return Ok{};
@@ -585,6 +616,9 @@ Status checkVerb(Invocation& inv, const std::vector<std::string>& positional) {
   }
   if (o.runtime && inv.verb != "isolate" && inv.verb != "boost" && inv.verb != "ceiling") {
     return invalid("--runtime applies only to isolate, boost and ceiling");
+  }
+  if (o.userUid && std::string_view(it->second.synopsis).find(" CG") == std::string_view::npos) {
+    return invalid("--user applies only to the commands that take a CG");
   }
   return Ok{};
 }

@@ -49,6 +49,7 @@ struct CliOptions {
   bool runtime = false;
   bool help = false;
   dbus::BusTarget bus = dbus::BusTarget::system();
+  std::optional<uint32_t> userUid;  // --user: CG names a unit of this uid's user manager
   LoopFlags loop;
 };
 

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
 #include <sdbus-c++/sdbus-c++.h>
+#include <systemd/sd-bus.h>
 
 #include "dbus/sdbus_compat.h"
 
@@ -127,7 +130,103 @@ class SystemdUnits final : public UnitLookup {
   bool checkBooted_;
 };
 
+// A user manager, over its private socket ($XDG_RUNTIME_DIR/systemd/private), as
+// `systemctl --user` talks to it: peer to peer, no user bus needed (dbus-user-session is
+// optional), and root may connect to any user's manager. sdbus-c++ 1.2 cannot open a
+// peer-to-peer connection (every address gets a Hello), hence sd-bus here.
+class UserManagerUnits final : public UnitLookup {
+ public:
+  explicit UserManagerUnits(uint32_t uid) : uid_(uid) {}
+  ~UserManagerUnits() override { sd_bus_flush_close_unref(bus_); }
+
+  UnitAnswer lookup(const std::string& unit) override {
+    UnitAnswer a;
+    if (int r = connect(); r < 0) {
+      a.reason = "cannot connect to " + socket_ + ": " + std::strerror(-r);
+      return a;
+    }
+    std::string path;
+    if (!call("GetUnit", unit, path)) {
+      if (error_ != "org.freedesktop.systemd1.NoSuchUnit" || !call("LoadUnit", unit, path))
+        return refused();
+    }
+    a.kind = UnitAnswer::Kind::Reached;
+    if (!property(path, kUnitInterface, "LoadState", a.loadState) ||
+        !property(path, kUnitInterface, "ActiveState", a.activeState)) {
+      return refused();
+    }
+    if (a.loadState != "not-found") {
+      const std::string iface = typeInterface(unit);
+      if (!property(path, iface, "ControlGroup", a.controlGroup) ||
+          !property(path, iface, "Slice", a.slice)) {
+        return refused();
+      }
+    }
+    return a;
+  }
+
+ private:
+  int connect() {
+    if (bus_) return 0;
+    const char* xdg = ::getenv("XDG_RUNTIME_DIR");
+    std::string dir = xdg && uid_ == ::getuid() ? xdg : "/run/user/" + std::to_string(uid_);
+    socket_ = dir + "/systemd/private";
+    int r = sd_bus_new(&bus_);
+    if (r >= 0) r = sd_bus_set_address(bus_, ("unix:path=" + socket_).c_str());
+    if (r >= 0) r = sd_bus_start(bus_);
+    if (r < 0) bus_ = sd_bus_flush_close_unref(bus_);
+    return r;
+  }
+
+  // GetUnit/LoadUnit (s) → o.
+  bool call(const char* method, const std::string& unit, std::string& path) {
+    sd_bus_error e = SD_BUS_ERROR_NULL;
+    sd_bus_message* reply = nullptr;
+    const char* p = nullptr;
+    int r = sd_bus_call_method(bus_, kSystemd, kManagerPath, kManagerInterface, method, &e, &reply,
+                               "s", unit.c_str());
+    if (r >= 0) r = sd_bus_message_read(reply, "o", &p);
+    if (r >= 0 && p) path = p;
+    remember(e, r);
+    sd_bus_message_unref(reply);
+    return r >= 0;
+  }
+
+  bool property(const std::string& path, const std::string& iface, const char* name,
+                std::string& out) {
+    sd_bus_error e = SD_BUS_ERROR_NULL;
+    char* v = nullptr;
+    int r = sd_bus_get_property_string(bus_, kSystemd, path.c_str(), iface.c_str(), name, &e, &v);
+    if (r >= 0 && v) out = v;
+    std::free(v);
+    remember(e, r);
+    return r >= 0;
+  }
+
+  void remember(sd_bus_error& e, int r) {
+    error_ = sd_bus_error_is_set(&e) ? e.name : "";
+    message_ = sd_bus_error_is_set(&e) && e.message ? e.message : (r < 0 ? std::strerror(-r) : "");
+    sd_bus_error_free(&e);
+  }
+
+  UnitAnswer refused() const {
+    UnitAnswer a;
+    a.kind = unreachableError(error_) ? UnitAnswer::Kind::Unreachable : UnitAnswer::Kind::Refused;
+    a.reason = message_ + (error_.empty() ? "" : " (" + error_ + ")");
+    return a;
+  }
+
+  uint32_t uid_;
+  std::string socket_;
+  sd_bus* bus_ = nullptr;
+  std::string error_, message_;
+};
+
 }  // namespace
+
+std::unique_ptr<UnitLookup> userManagerLookup(uint32_t uid) {
+  return std::make_unique<UserManagerUnits>(uid);
+}
 
 std::unique_ptr<UnitLookup> systemdUnitLookup(const dbus::BusTarget& bus, bool checkBooted) {
   return std::make_unique<SystemdUnits>(bus, checkBooted);

@@ -7,6 +7,7 @@
 // ActiveState on org.freedesktop.systemd1.Unit; ControlGroup and Slice on the type's own
 // interface (org.freedesktop.systemd1.Service / .Scope: systemd's bus_unit_cgroup_vtable is
 // registered per unit type, not on .Unit).
+#include <cstdint>
 #include <memory>
 
 #include "dbus/bus_server.h"  // BusTarget
@@ -19,5 +20,10 @@ namespace cxiosync::ctl {
 // UnitAnswer::Kind::Unreachable. `checkBooted` = false skips the /run/systemd/system test.
 std::unique_ptr<UnitLookup> systemdUnitLookup(
     const dbus::BusTarget& bus = dbus::BusTarget::system(), bool checkBooted = true);
+
+// UID's user manager (user@UID.service), over its private socket /run/user/UID/systemd/private
+// ($XDG_RUNTIME_DIR for the caller's own): the caller itself or root. No manager running:
+// Unreachable.
+std::unique_ptr<UnitLookup> userManagerLookup(uint32_t uid);
 
 }  // namespace cxiosync::ctl

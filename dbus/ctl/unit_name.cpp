@@ -61,7 +61,10 @@ Result<ResolvedCgroup> assumeDefaultSlice(std::string_view unit, const std::stri
   return out;
 }
 
-Result<ResolvedCgroup> fromSystemd(std::string_view unit, const UnitAnswer& a) {
+// `managerRoot`: the cgroup of the manager that answered ("" for the system manager), under
+// which its slices live.
+Result<ResolvedCgroup> fromSystemd(std::string_view unit, const UnitAnswer& a,
+                                   const std::string& managerRoot = "") {
   const std::string name(unit);
   if (a.kind == UnitAnswer::Kind::Refused) {
     return makeError("Cannot resolve " + name + " through systemd: " + a.reason, EIO);
@@ -89,12 +92,23 @@ Result<ResolvedCgroup> fromSystemd(std::string_view unit, const UnitAnswer& a) {
   if (!a.slice.empty() && endsWith(a.slice, ".slice")) {
     auto parent = slicePath(a.slice);
     if (parent) {
-      std::string future = (*parent == "/" ? "" : *parent) + "/" + cgroupEscape(unit);
+      std::string future = managerRoot + (*parent == "/" ? "" : *parent) + "/" + cgroupEscape(unit);
       msg += "; when started it will be " + future + " (" + a.slice +
              "), pass that path to set policy before it starts";
     }
   }
   return makeError(msg, ENOENT);
+}
+
+// A service or scope name (not a slice), or EINVAL.
+Status checkUnitName(std::string_view arg) {
+  std::string_view prefix = arg.substr(0, arg.rfind('.'));
+  if (!validPrefix(prefix)) return invalid("'" + std::string(arg) + "' is not a valid unit name");
+  return Ok{};
+}
+
+bool isServiceOrScope(std::string_view arg) {
+  return endsWith(arg, ".service") || endsWith(arg, ".scope");
 }
 
 }  // namespace
@@ -113,9 +127,8 @@ Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg, UnitLookup* system
     r.fromUnit = true;
     return checked(*path, r);
   }
-  if (!isPath && (endsWith(arg, ".service") || endsWith(arg, ".scope"))) {
-    std::string_view prefix = arg.substr(0, arg.rfind('.'));
-    if (!validPrefix(prefix)) return invalid("'" + std::string(arg) + "' is not a valid unit name");
+  if (!isPath && isServiceOrScope(arg)) {
+    if (auto st = checkUnitName(arg); !st) return st.error();
     if (arg == "init.scope") {
       ResolvedCgroup r;
       r.fromUnit = true;
@@ -130,6 +143,44 @@ Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg, UnitLookup* system
     return fromSystemd(arg, a);
   }
   return checked(arg, ResolvedCgroup{});
+}
+
+std::string userManagerCgroup(uint32_t uid) {
+  const std::string u = std::to_string(uid);
+  return "/user.slice/user-" + u + ".slice/user@" + u + ".service";
+}
+
+Result<ResolvedCgroup> resolveUserCgroupArg(std::string_view arg, uint32_t uid,
+                                            UnitLookup* systemd) {
+  if (arg.empty() || arg.find('/') != std::string_view::npos) {
+    return resolveCgroupArg(arg, nullptr);  // a path names the whole tree, --user or not
+  }
+  const std::string root = userManagerCgroup(uid);
+  ResolvedCgroup r;
+  r.fromUnit = true;
+  if (endsWith(arg, ".slice")) {
+    auto path = slicePath(arg);
+    if (!path) return path.error();
+    return checked(*path == "/" ? root : root + *path, r);
+  }
+  if (!isServiceOrScope(arg)) return checked(arg, ResolvedCgroup{});
+  if (auto st = checkUnitName(arg); !st) return st.error();
+  if (arg == "init.scope") return checked(root + "/init.scope", r);
+  std::string why;
+  if (systemd) {
+    UnitAnswer a = systemd->lookup(std::string(arg));
+    if (a.kind != UnitAnswer::Kind::Unreachable) return fromSystemd(arg, a, root);
+    why = "the user manager of uid " + std::to_string(uid) + " is not reachable" +
+          (a.reason.empty() ? "" : " (" + a.reason + ")") + "; ";
+  }
+  r.assumed = true;
+  auto out = checked(root + "/app.slice/" + cgroupEscape(arg), r);
+  if (out) {
+    out->note = "Note: " + why + "assuming " + std::string(arg) +
+                " is in the user manager's default slice: " + out->path +
+                " (pass a cgroup path if it is elsewhere)";
+  }
+  return out;
 }
 
 }  // namespace cxiosync::ctl

@@ -21,6 +21,16 @@
 //       lives elsewhere.
 // Names are escaped as systemd names cgroups (cg_escape: "io.service" → "_io.service").
 // Invalid arguments are errors with code EINVAL.
+//
+// User units (cxiosyncctl --user[=UID]): the same names, inside the user's manager, whose
+// cgroup is U = "/user.slice/user-UID.slice/user@UID.service" (systemd 252 and 257 alike):
+//   "-.slice" → U, "app.slice" → U/app.slice, "a-b.slice" → U/a.slice/a-b.slice,
+//   "init.scope" → U/init.scope (the user manager's own process);
+//   "foo.service", "x.scope": the user manager's ControlGroup for the unit when `systemd` (a
+//     lookup on that user's bus) reaches it; else U/app.slice/foo.service, the default slice
+//     of user units (systemd.special(7): app.slice), with `note` saying so.
+//   Paths are cgroup paths as without --user (they name the whole tree).
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -61,5 +71,10 @@ class UnitLookup {
 Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg);
 // `systemd` may be null (= the pure mapping).
 Result<ResolvedCgroup> resolveCgroupArg(std::string_view arg, UnitLookup* systemd);
+// A unit of UID's user manager; `systemd` asks that manager (may be null).
+Result<ResolvedCgroup> resolveUserCgroupArg(std::string_view arg, uint32_t uid,
+                                            UnitLookup* systemd);
+// "/user.slice/user-UID.slice/user@UID.service"
+std::string userManagerCgroup(uint32_t uid);
 
 }  // namespace cxiosync::ctl

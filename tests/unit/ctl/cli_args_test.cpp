@@ -2,6 +2,7 @@
 #include "dbus/ctl/cli.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace cxiosync::ctl {
 namespace {
@@ -80,6 +81,23 @@ TEST(CliArgs, HelpAndVersion) {
   EXPECT_EQ(parse({"list", "--help"})->verb, "help");
   EXPECT_EQ(parse({"--version"})->verb, "version");
   EXPECT_NE(usage().find("check-config FILE"), std::string::npos);
+}
+
+TEST(CliArgs, UserTakesAUidANameOrTheCaller) {
+  auto self = parse({"show", "--user", "app.slice"});
+  ASSERT_TRUE(self) << self.error().message;
+  EXPECT_EQ(self->options.userUid, static_cast<uint32_t>(::getuid()));
+  EXPECT_EQ(parse({"--user=1000", "isolate", "x.service", "on"})->options.userUid, 1000u);
+  EXPECT_EQ(parse({"--user=root", "reset", "x.service"})->options.userUid, 0u);
+  EXPECT_FALSE(parse({"show", "x", "--user"})->options.userUid == std::nullopt);
+  EXPECT_FALSE(parse({"show", "x"})->options.userUid);
+  auto bad = parse({"show", "x", "--user=no-such-user-cxio"});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("--user"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(parse({"show", "x", "--user=4294967295"})) << "(uid_t)-1 is not a uid";
+  auto noCg = parse({"list", "--user"});
+  ASSERT_FALSE(noCg);
+  EXPECT_NE(noCg.error().message.find("take a CG"), std::string::npos);
 }
 
 }  // namespace

@@ -226,5 +226,58 @@ TEST(UnitName, SystemdErrorsAreNotGuessedAround) {
   EXPECT_EQ(resolveCgroupArg("c.scope", &sd)->path, "/");
 }
 
+// --user: the user manager's units, under user@UID.service (systemd.special(7)).
+TEST(UnitName, UserUnitsLiveUnderTheUserManager) {
+  const std::string u = "/user.slice/user-1000.slice/user@1000.service";
+  auto user = [](const char* arg, UnitLookup* sd = nullptr) {
+    auto r = resolveUserCgroupArg(arg, 1000, sd);
+    return r ? r->path : "ERR: " + r.error().message;
+  };
+  EXPECT_EQ(userManagerCgroup(1000), u);
+  EXPECT_EQ(user("-.slice"), u);
+  EXPECT_EQ(user("app.slice"), u + "/app.slice");
+  EXPECT_EQ(user("app-flatpak.slice"), u + "/app.slice/app-flatpak.slice");
+  EXPECT_EQ(user("init.scope"), u + "/init.scope");
+  EXPECT_EQ(user("backup.service"), u + "/app.slice/backup.service");
+  EXPECT_EQ(user("io.service"), u + "/app.slice/_io.service");
+  auto assumed = resolveUserCgroupArg("backup.service", 1000, nullptr);
+  ASSERT_TRUE(assumed);
+  EXPECT_TRUE(assumed->assumed && assumed->fromUnit);
+  EXPECT_NE(assumed->note.find("user manager's default slice"), std::string::npos);
+  EXPECT_EQ(user("/system.slice/x.service"), "/system.slice/x.service") << "paths stay paths";
+  EXPECT_EQ(user("a b.service").rfind("ERR: ", 0), 0u);
+  EXPECT_EQ(user("a--b.slice").rfind("ERR: ", 0), 0u);
+  EXPECT_EQ(user("").rfind("ERR: ", 0), 0u);
+}
+
+TEST(UnitName, UserUnitsAskTheUserManager) {
+  const std::string u = "/user.slice/user-1000.slice/user@1000.service";
+  FakeSystemd sd;
+  sd.answers["podman-1.scope"] = active(u + "/user.slice/podman-1.scope", "user.slice");
+  UnitAnswer inactive;
+  inactive.kind = UnitAnswer::Kind::Reached;
+  inactive.loadState = "loaded";
+  inactive.activeState = "inactive";
+  inactive.slice = "app-batch.slice";
+  sd.answers["batch.service"] = inactive;
+  auto r = resolveUserCgroupArg("podman-1.scope", 1000, &sd);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->path, u + "/user.slice/podman-1.scope");
+  EXPECT_TRUE(r->fromSystemd);
+  auto stopped = resolveUserCgroupArg("batch.service", 1000, &sd);
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().code, ENOENT);
+  EXPECT_NE(stopped.error().message.find(u + "/app.slice/app-batch.slice/batch.service"),
+            std::string::npos)
+      << stopped.error().message;
+  EXPECT_EQ(sd.asked, (std::vector<std::string>{"podman-1.scope", "batch.service"}));
+  FakeSystemd gone;
+  gone.answers["x.service"] = failed(UnitAnswer::Kind::Unreachable, "no user bus");
+  auto fallback = resolveUserCgroupArg("x.service", 1000, &gone);
+  ASSERT_TRUE(fallback);
+  EXPECT_EQ(fallback->path, u + "/app.slice/x.service");
+  EXPECT_NE(fallback->note.find("not reachable (no user bus)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cxiosync::ctl
