@@ -137,6 +137,12 @@ std::string expected(const Spec& s, Caller caller, const World& w) {
   return cgroupExists(w.cgroupRoot, *path) ? kOk : kNoSuchCgroup;
 }
 
+size_t payloadBytes(const Spec& s) {
+  size_t n = s.text1.size() + s.text2.size();
+  for (const auto& o : s.options) n += o.key.size() + o.s.size();
+  return n;
+}
+
 bool wouldChange(const Spec& s, Caller caller, const World& w) {
   if (s.method == "Reload" || isRead(s.method)) return false;
   return expected(s, caller, w) == kOk;
@@ -181,7 +187,8 @@ bool hasLeading(const std::string& n) {
 }  // namespace
 
 std::string send(sdbus::IProxy& proxy, const Spec& s, const std::vector<int>& fds,
-                 std::chrono::microseconds timeout) {
+                 std::chrono::microseconds timeout, std::chrono::microseconds* took) {
+  *took = std::chrono::microseconds(0);
   const std::string method = s.shape == Shape::UnknownMethod ? s.method + "X" : s.method;
   auto m = makeCall(proxy, s.onLoop ? kLoopIface : kManagerIface, method);
   try {
@@ -210,12 +217,17 @@ std::string send(sdbus::IProxy& proxy, const Spec& s, const std::vector<int>& fd
   } catch (const sdbus::Error&) {
     return kClientRefused;
   }
+  // From here the message is built: the time to its answer is the daemon's (and the bus's).
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string name = kOk;
   try {
     proxy.callMethod(m, static_cast<uint64_t>(timeout.count()));
-    return kOk;
   } catch (const sdbus::Error& e) {
-    return e.getName();
+    name = e.getName();
   }
+  *took =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+  return name;
 }
 
 // ---- option values -------------------------------------------------------------------------

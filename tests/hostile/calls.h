@@ -60,6 +60,9 @@ struct Spec {
 
 enum class Caller { Root, Other };
 
+// The bytes of the call's strings (what a large message costs the bus to carry).
+size_t payloadBytes(const Spec& spec);
+
 // What the daemon and the bus must answer, from the documentation. `loopObject`: the device
 // object exists (a foreign device); `loopBackend`: the daemon has loop support.
 struct World {
@@ -71,10 +74,10 @@ std::string expected(const Spec& spec, Caller caller, const World& world);
 // Whether the call, if it passed, would change something (the generators avoid that as root).
 bool wouldChange(const Spec& spec, Caller caller, const World& world);
 
-// Sends it and returns the error name ("" success). Throws sdbus::Error (with name
-// "client-refused") when the client library refuses to build the message.
+// Sends it and returns the error name ("" success), or "client-refused" when the client
+// library refuses to build the message. `took`: from the message built to its answer.
 std::string send(sdbus::IProxy& proxy, const Spec& spec, const std::vector<int>& fds,
-                 std::chrono::microseconds timeout);
+                 std::chrono::microseconds timeout, std::chrono::microseconds* took);
 
 // Option values of every D-Bus type the generators use.
 Option option(const std::string& key, const std::string& type, std::mt19937_64& rng);
