@@ -42,6 +42,10 @@ const std::string kDaemon = CXIOSYNC_DAEMON_PATH;
 constexpr const char* kManager = "org.cxiosync1.Manager";
 constexpr const char* kBusy = "org.cxiosync1.Error.Busy";
 constexpr const char* kDenied = "org.cxiosync1.Error.AccessDenied";
+// "At once": not waiting for polkit (whose check times out after 10 s; the callers here give
+// up after 2 s). Generous for a host whose 2 cores are shared with builds and VMs: a Busy
+// answer is ~1 ms on an idle one.
+constexpr long kAtOnceMs = 1000;
 
 struct Answer {
   std::string name;  // "" = success
@@ -141,7 +145,7 @@ TEST_F(BoundedWaiting, PolkitChecksAreCappedPerUidAndInTotal) {
   auto [rc, a] = changesAs(h_->address(), uids[0], 16);
   ASSERT_EQ(rc, 0);
   EXPECT_EQ(a.name, kBusy) << "the 17th waiting call of one uid";
-  EXPECT_LT(a.ms, 100) << "answered at once";
+  EXPECT_LT(a.ms, kAtOnceMs) << "answered at once";
 
   // Another uid is not shut out: its call reaches polkit and waits.
   auto [rc2, b] = changesAs(h_->address(), uids[1], 0, 400ms);
@@ -156,13 +160,13 @@ TEST_F(BoundedWaiting, PolkitChecksAreCappedPerUidAndInTotal) {
   auto [rc4, d] = changesAs(h_->address(), uids[3], 0);
   ASSERT_EQ(rc4, 0);
   EXPECT_EQ(d.name, kBusy) << "48 checks wait in total";
-  EXPECT_LT(d.ms, 100);
+  EXPECT_LT(d.ms, kAtOnceMs);
 
   // Root never waits on polkit.
   auto [rc0, r] = changesAs(h_->address(), 0, 0);
   ASSERT_EQ(rc0, 0);
   EXPECT_EQ(r.name, "") << "root's change";
-  EXPECT_LT(r.ms, 100);
+  EXPECT_LT(r.ms, kAtOnceMs);
   auto changed = h_->stateSnapshot();
   EXPECT_NE(changed, before);
 
@@ -176,7 +180,7 @@ TEST_F(BoundedWaiting, PolkitChecksAreCappedPerUidAndInTotal) {
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_EQ(e.name, kDenied);
-  EXPECT_LT(e.ms, 100);
+  EXPECT_LT(e.ms, kAtOnceMs);
   EXPECT_EQ(h_->stateSnapshot(), changed) << "no waiting call was applied";
   EXPECT_TRUE(h_->daemonAlive());
   EXPECT_EQ(h_->stopDaemon(), 0);
@@ -301,7 +305,7 @@ TEST_F(BoundedWaiting, LoopSetupPinsABoundedNumberOfFds) {
   int busy = 0;
   while (lines >> name >> ms) {
     EXPECT_EQ(name, kBusy) << out;
-    EXPECT_LT(ms, 100) << out;
+    EXPECT_LT(ms, kAtOnceMs) << out;
     ++busy;
   }
   EXPECT_EQ(busy, 2) << "the 5th and 6th LoopSetup of one uid: " << out;
