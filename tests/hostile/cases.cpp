@@ -289,6 +289,14 @@ std::vector<Spec> scripted(Caller caller) {
       out.push_back(std::move(s));
     }
   }
+  // Bytes that are not UTF-8, raw: D-Bus strings cannot carry them (sd-bus refuses to build
+  // the message; dbus-daemon would drop a sender that sent one), so they reach the daemon only
+  // as the \xNN text above. Counted apart as refused by the client library.
+  for (const std::string raw : {"/\xff", "/\xc0\xaf", "/\xed\xa0\x80"}) {
+    Spec s = make("ShowCgroup", "raw bytes that are not UTF-8");
+    s.text1 = raw;
+    out.push_back(std::move(s));
+  }
   Spec unknown = make("GetStatus", "unknown method");
   unknown.shape = Shape::UnknownMethod;
   out.push_back(unknown);
