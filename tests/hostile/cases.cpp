@@ -155,12 +155,8 @@ void wrongTypes(std::vector<Spec>& out, const std::string& method, const std::st
   }
 }
 
-}  // namespace
-
-std::vector<Spec> scripted(Caller caller) {
-  (void)caller;
-  std::mt19937_64 rng(16);  // the values inside wrong-typed options; the cases are fixed
-  std::vector<Spec> out;
+// Cgroup paths, ceilings and policies.
+void scriptedArguments(std::vector<Spec>& out) {
   for (const auto& p : hostilePaths()) {
     Spec s = make("ShowCgroup", "path: " + p.label);
     s.text1 = p.value;
@@ -192,7 +188,11 @@ std::vector<Spec> scripted(Caller caller) {
     s.text2 = p.value;
     out.push_back(s);
   }
-  // Options: every wrong type for a boolean, unknown and hostile keys, on every method.
+}
+
+// Options: every wrong type for a boolean, unknown and hostile keys, on every method.
+void scriptedOptions(std::vector<Spec>& out) {
+  std::mt19937_64 rng(16);  // the values inside wrong-typed options; the cases are fixed
   wrongTypes(out, "GetStatus", "interactive", "b", rng);
   wrongTypes(out, "SetIsolation", "runtime", "b", rng);
   wrongTypes(out, "LoopSetup", "offset", "t", rng);
@@ -228,7 +228,11 @@ std::vector<Spec> scripted(Caller caller) {
     s.options.push_back(boolOption("interactive", true));
     out.push_back(std::move(s));
   }
-  // LoopSetup: fds of every kind; numbers at the edges; unknown enum spellings.
+}
+
+// LoopSetup: fds of every kind; numbers at the edges; unknown enum spellings. Every device
+// method, with and without force.
+void scriptedLoops(std::vector<Spec>& out) {
   for (int k = 0; k < kFdKinds; ++k) {
     Spec s = make("LoopSetup", std::string("fd: ") + fdKindName(static_cast<FdKind>(k)));
     s.fd = static_cast<FdKind>(k);
@@ -275,7 +279,11 @@ std::vector<Spec> scripted(Caller caller) {
   Spec list = make("LoopList", "all as a string");
   list.options.push_back(stringOption("all", "yes"));
   out.push_back(list);
-  // The signature: an argument missing, one too many, a wrong type; an unknown method.
+}
+
+// The signature: an argument missing, one too many, a wrong type; an unknown method; raw bytes
+// the wire cannot carry.
+void scriptedShapes(std::vector<Spec>& out) {
   std::vector<std::string> all = managerMethods();
   all.insert(all.end(), loopMethods().begin(), loopMethods().end());
   for (const auto& m : all) {
@@ -300,6 +308,17 @@ std::vector<Spec> scripted(Caller caller) {
   Spec unknown = make("GetStatus", "unknown method");
   unknown.shape = Shape::UnknownMethod;
   out.push_back(unknown);
+}
+
+}  // namespace
+
+std::vector<Spec> scripted(Caller caller) {
+  (void)caller;  // the same calls for both: expected() says what each caller gets
+  std::vector<Spec> out;
+  scriptedArguments(out);
+  scriptedOptions(out);
+  scriptedLoops(out);
+  scriptedShapes(out);
   return out;
 }
 

@@ -250,163 +250,138 @@ struct Sample {
   long fds = -1, rssKb = -1;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s SOURCE_DIR CXIOSYNCD [--seed=N] [--random=N]\n", argv[0]);
-    return 2;
-  }
-  if (geteuid() != 0) {
-    std::printf("SKIP: the hostile tier runs callers as root and as uid 65534: needs root\n");
-    return 77;
-  }
-  uint64_t seed = std::random_device{}();
-  if (const char* env = std::getenv("CXIOSYNC_HOSTILE_SEED")) seed = std::strtoull(env, nullptr, 0);
+struct Args {
+  uint64_t seed = 0;
   long randomCalls = 10000;
-  for (int i = 3; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--seed=", 0) == 0) seed = std::strtoull(a.c_str() + 7, nullptr, 0);
-    if (a.rfind("--random=", 0) == 0) randomCalls = std::strtol(a.c_str() + 9, nullptr, 10);
-  }
-  std::printf("hostile: seed %llu (replay: CXIOSYNC_HOSTILE_SEED=%llu), %ld randomized calls\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
-              randomCalls);
-  std::fflush(stdout);
-  const auto started = std::chrono::steady_clock::now();
+};
 
-  Harness h(argv[1], argv[2]);
-  {
-    std::ofstream(h.dir() / "img") << std::string(1 << 20, '\0');
-    std::ofstream(h.dir() / "shared.img") << std::string(1 << 20, '\0');
-    chmod((h.dir() / "img").c_str(), 0644);
-    chmod((h.dir() / "shared.img").c_str(), 0666);
+Args parseArgs(int argc, char** argv) {
+  Args a;
+  a.seed = std::random_device{}();
+  if (const char* env = std::getenv("CXIOSYNC_HOSTILE_SEED"))
+    a.seed = std::strtoull(env, nullptr, 0);
+  for (int i = 3; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--seed=", 0) == 0) a.seed = std::strtoull(arg.c_str() + 7, nullptr, 0);
+    if (arg.rfind("--random=", 0) == 0) a.randomCalls = std::strtol(arg.c_str() + 9, nullptr, 10);
   }
-  if (!h.startBus()) {
-    std::fprintf(stderr, "FAIL: dbus-daemon did not start\n");
-    return 1;
-  }
-  const std::string loopName = foreignLoop(h.dir() / "img");
-  // With a device of our own, the daemon watches the real /sys and /dev for loop devices.
-  std::vector<std::string> extra;
-  if (!loopName.empty()) extra = {"--sys-root=/sys", "--dev-root=/dev"};
-  if (!h.startDaemon(extra)) {
-    std::fprintf(stderr, "FAIL: cxiosyncd did not start:\n%s\n", h.log().c_str());
-    detachLoop(loopName);
-    return 1;
-  }
+  return a;
+}
+
+// What the daemon offers for loop devices: LoopList answers (loop support) and lists our
+// foreign device (its object, the target of the org.cxiosync1.Loop calls).
+World discover(const Harness& h, const std::string& loopName, std::string* loopPath) {
   World world;
   world.cgroupRoot = h.cg().string();
-  std::string loopPath = "/org/cxiosync1/loop/loop99999";
-  {
-    auto conn = sdbus::createSessionBusConnectionWithAddress(h.address());
-    auto proxy = compat::createProxy(*conn, "org.cxiosync1", "/org/cxiosync1");
-    try {
-      std::vector<sdbus::Struct<sdbus::ObjectPath, std::map<std::string, sdbus::Variant>>> list;
-      proxy->callMethod("LoopList")
-          .onInterface("org.cxiosync1.Manager")
-          .withArguments(std::map<std::string, sdbus::Variant>{{"all", sdbus::Variant(true)}})
-          .storeResultsTo(list);
-      world.loopBackend = true;
-      for (const auto& e : list) {
-        if (!loopName.empty() && std::string(e.get<0>()) == "/org/cxiosync1/loop/" + loopName) {
-          world.loopObject = true;
-          loopPath = e.get<0>();
-        }
+  *loopPath = "/org/cxiosync1/loop/loop99999";
+  auto conn = sdbus::createSessionBusConnectionWithAddress(h.address());
+  auto proxy = compat::createProxy(*conn, "org.cxiosync1", "/org/cxiosync1");
+  try {
+    std::vector<sdbus::Struct<sdbus::ObjectPath, std::map<std::string, sdbus::Variant>>> list;
+    proxy->callMethod("LoopList")
+        .onInterface("org.cxiosync1.Manager")
+        .withArguments(std::map<std::string, sdbus::Variant>{{"all", sdbus::Variant(true)}})
+        .storeResultsTo(list);
+    world.loopBackend = true;
+    for (const auto& e : list) {
+      if (!loopName.empty() && std::string(e.get<0>()) == "/org/cxiosync1/loop/" + loopName) {
+        world.loopObject = true;
+        *loopPath = e.get<0>();
       }
-    } catch (const sdbus::Error& e) {
-      world.loopBackend = false;
     }
+  } catch (const sdbus::Error&) {
+    world.loopBackend = false;
   }
-  std::printf("hostile: daemon pid %d; loop support %s; Loop object %s\n", h.daemonPid(),
-              world.loopBackend ? "yes" : "no (LoopSetup: NotSupported)",
-              world.loopObject ? loopPath.c_str() : "none (device calls: UnknownObject)");
-  std::printf("hostile: load average %s\n", loadAverage().c_str());
-  const auto stateBefore = h.stateSnapshot();
-  const auto loopsBefore = boundLoopDevices();
-  const std::vector<int> rootFds = openFds(h.dir().string());
+  return world;
+}
 
+struct Run {
   Stats stats;
-  bool ok = true;
   std::vector<Sample> samples;
-  auto sample = [&] { samples.push_back({h.fdCount(), h.rssKb()}); };
-  sample();
-  const Sample initial = samples.back();
+  Sample initial, warm, last;
+  bool callersOk = true;
+  size_t scriptedPerCaller = 0;
+  long scriptedCalls = 0;
+};
 
-  // 1. Scripted, as root and as uid 65534.
+// The scripted calls as root and as uid 65534, then the randomized ones, half per caller;
+// the daemon's fds and RSS sampled throughout.
+Run runAll(Harness& h, const World& world, const std::string& loopPath, const Args& args) {
+  Run run;
+  auto sample = [&] { run.samples.push_back({h.fdCount(), h.rssKb()}); };
+  sample();
+  run.initial = run.samples.back();
+  const std::vector<int> rootFds = openFds(h.dir().string());
+  const std::string dir = h.dir().string();
+  int status = 0;
+  auto asNobody = [&](const std::vector<Spec>& specs, const std::function<void()>& every) {
+    parseInto(run.stats, runAsNobody(
+                             h,
+                             [&] {
+                               return runCalls(h.address(), loopPath, specs,
+                                               {Caller::Other, "uid 65534"}, world, openFds(dir));
+                             },
+                             every, &status));
+    run.callersOk = run.callersOk && status == 0;
+  };
+
   std::vector<Spec> rootScripted = scripted(Caller::Root);
   for (auto& s : rootScripted) makeHarmless(s, Caller::Root, world);
-  const size_t scriptedCount = rootScripted.size();
-  parseInto(stats,
+  run.scriptedPerCaller = rootScripted.size();
+  parseInto(run.stats,
             runCalls(h.address(), loopPath, rootScripted, {Caller::Root, "root"}, world, rootFds));
-  int status = 0;
-  const std::string dir = h.dir().string();
-  parseInto(stats, runAsNobody(
-                       h,
-                       [&] {
-                         return runCalls(h.address(), loopPath, scripted(Caller::Other),
-                                         {Caller::Other, "uid 65534"}, world, openFds(dir));
-                       },
-                       [] {}, &status));
-  ok = ok && status == 0;
-  const long scriptedCalls = stats.calls;
+  asNobody(scripted(Caller::Other), [] {});
+  run.scriptedCalls = run.stats.calls;
   sample();
-  const Sample warm = samples.back();  // after the 1 MiB calls
+  run.warm = run.samples.back();  // after the 1 MiB calls
 
-  // 2. Randomized, half per caller.
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(args.seed), rng2(args.seed + 1);
   std::vector<Spec> rootRandom, otherRandom;
-  for (long i = 0; i < randomCalls / 2; ++i)
+  for (long i = 0; i < args.randomCalls / 2; ++i)
     rootRandom.push_back(randomSpec(rng, Caller::Root, world));
-  std::mt19937_64 rng2(seed + 1);
-  for (long i = randomCalls / 2; i < randomCalls; ++i)
+  for (long i = args.randomCalls / 2; i < args.randomCalls; ++i)
     otherRandom.push_back(randomSpec(rng2, Caller::Other, world));
-  parseInto(stats, runCalls(h.address(), loopPath, rootRandom, {Caller::Root, "root"}, world,
-                            rootFds, [&](size_t i) {
-                              if (i % 500 == 0) sample();
-                            }));
+  parseInto(run.stats, runCalls(h.address(), loopPath, rootRandom, {Caller::Root, "root"}, world,
+                                rootFds, [&](size_t i) {
+                                  if (i % 500 == 0) sample();
+                                }));
   auto lastSample = std::chrono::steady_clock::now();
-  parseInto(stats, runAsNobody(
-                       h,
-                       [&] {
-                         return runCalls(h.address(), loopPath, otherRandom,
-                                         {Caller::Other, "uid 65534"}, world, openFds(dir));
-                       },
-                       [&] {
-                         if (std::chrono::steady_clock::now() - lastSample > 250ms) {
-                           sample();
-                           lastSample = std::chrono::steady_clock::now();
-                         }
-                       },
-                       &status));
-  ok = ok && status == 0;
+  asNobody(otherRandom, [&] {
+    if (std::chrono::steady_clock::now() - lastSample > 250ms) {
+      sample();
+      lastSample = std::chrono::steady_clock::now();
+    }
+  });
   for (int fd : rootFds)
     if (fd >= 0) close(fd);
   std::this_thread::sleep_for(200ms);  // the callers' connections are gone
   sample();
-  const Sample last = samples.back();
+  run.last = run.samples.back();
+  return run;
+}
 
-  // 3. Nothing changed; the daemon is up, flat.
-  const bool alive = h.daemonAlive();
-  const bool stateSame = h.stateSnapshot() == stateBefore;
-  const bool loopsSame = boundLoopDevices() == loopsBefore;
+struct Outcome {
+  bool alive = false, stateSame = false, loopsSame = false;
+};
+
+// Prints the counts and verdicts; true when everything held.
+bool report(const Run& run, const Outcome& o, long randomCalls) {
+  const Stats& stats = run.stats;
   long maxFds = 0, maxRss = 0;
-  for (const auto& s : samples) {
+  for (const auto& s : run.samples) {
     maxFds = std::max(maxFds, s.fds);
     maxRss = std::max(maxRss, s.rssKb);
   }
-  // Flat: the fds the daemon holds come back to what it held after the scripted calls; RSS after
-  // the 10,000 randomized calls within 2 MiB of what it was after the scripted ones (which carried
-  // the 1 MiB arguments).
-  // (The first authorization opens two eventfds the bus library keeps: the scripted calls made
-  // it, so the baseline is after them.)
-  const bool fdsFlat = last.fds >= 0 && last.fds <= warm.fds;
-  const bool rssFlat = last.rssKb >= 0 && last.rssKb <= warm.rssKb + 2048;
-
+  // Flat: the fds the daemon holds come back to what it held after the scripted calls (the
+  // first authorization opens two eventfds the bus library keeps); RSS after the randomized
+  // calls within 2 MiB of what it was after the scripted ones (which carried the 1 MiB
+  // arguments).
+  const bool fdsFlat = run.last.fds >= 0 && run.last.fds <= run.warm.fds;
+  const bool rssFlat = run.last.rssKb >= 0 && run.last.rssKb <= run.warm.rssKb + 2048;
   std::printf(
       "\nhostile: %ld calls (%zu scripted per caller, %ld scripted in all, %ld randomized)"
       ", %ld refused by the client library (not UTF-8: the wire cannot carry them)\n",
-      stats.calls, scriptedCount, scriptedCalls, stats.calls - scriptedCalls,
+      stats.calls, run.scriptedPerCaller, run.scriptedCalls, stats.calls - run.scriptedCalls,
       stats.refusedByClient);
   std::printf("\ncalls per method:\n");
   for (const auto& [m, n] : stats.perMethod) std::printf("  %-16s %6ld\n", m.c_str(), n);
@@ -424,18 +399,72 @@ int main(int argc, char** argv) {
       "daemon: fds %ld at start, %ld after the scripted calls, max %ld, %ld at the end; "
       "RSS %ld kB at start, %ld after the scripted calls, max %ld, %ld at the end "
       "(%zu samples)\n",
-      initial.fds, warm.fds, maxFds, last.fds, initial.rssKb, warm.rssKb, maxRss, last.rssKb,
-      samples.size());
+      run.initial.fds, run.warm.fds, maxFds, run.last.fds, run.initial.rssKb, run.warm.rssKb,
+      maxRss, run.last.rssKb, run.samples.size());
   std::printf(
       "failures: %ld calls; daemon %s; state files and io.max %s; loop devices %s; fds %s; "
       "RSS %s; callers' exit %s\n",
-      stats.failures, alive ? "up" : "GONE", stateSame ? "unchanged" : "CHANGED",
-      loopsSame ? "unchanged" : "CHANGED", fdsFlat ? "flat" : "GREW", rssFlat ? "flat" : "GREW",
-      ok ? "ok" : "FAILED");
-  const bool enough = stats.calls >= randomCalls + 200 && scriptedCount >= 100;
+      stats.failures, o.alive ? "up" : "GONE", o.stateSame ? "unchanged" : "CHANGED",
+      o.loopsSame ? "unchanged" : "CHANGED", fdsFlat ? "flat" : "GREW", rssFlat ? "flat" : "GREW",
+      run.callersOk ? "ok" : "FAILED");
+  const bool enough = stats.calls >= randomCalls + 200 && run.scriptedPerCaller >= 100;
   if (!enough) std::printf("FAIL: fewer calls than asked for\n");
-  const bool pass =
-      ok && enough && stats.failures == 0 && alive && stateSame && loopsSame && fdsFlat && rssFlat;
+  return run.callersOk && enough && stats.failures == 0 && o.alive && o.stateSame && o.loopsSame &&
+         fdsFlat && rssFlat;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s SOURCE_DIR CXIOSYNCD [--seed=N] [--random=N]\n", argv[0]);
+    return 2;
+  }
+  if (geteuid() != 0) {
+    std::printf("SKIP: the hostile tier runs callers as root and as uid 65534: needs root\n");
+    return 77;
+  }
+  const Args args = parseArgs(argc, argv);
+  std::printf("hostile: seed %llu (replay: CXIOSYNC_HOSTILE_SEED=%llu), %ld randomized calls\n",
+              static_cast<unsigned long long>(args.seed),
+              static_cast<unsigned long long>(args.seed), args.randomCalls);
+  std::fflush(stdout);
+  const auto started = std::chrono::steady_clock::now();
+
+  Harness h(argv[1], argv[2]);
+  std::ofstream(h.dir() / "img") << std::string(1 << 20, '\0');
+  std::ofstream(h.dir() / "shared.img") << std::string(1 << 20, '\0');
+  chmod((h.dir() / "img").c_str(), 0644);
+  chmod((h.dir() / "shared.img").c_str(), 0666);
+  if (!h.startBus()) {
+    std::fprintf(stderr, "FAIL: dbus-daemon did not start\n");
+    return 1;
+  }
+  const std::string loopName = foreignLoop(h.dir() / "img");
+  // With a device of our own, the daemon watches the real /sys and /dev for loop devices.
+  std::vector<std::string> extra;
+  if (!loopName.empty()) extra = {"--sys-root=/sys", "--dev-root=/dev"};
+  if (!h.startDaemon(extra)) {
+    std::fprintf(stderr, "FAIL: cxiosyncd did not start:\n%s\n", h.log().c_str());
+    detachLoop(loopName);
+    return 1;
+  }
+  std::string loopPath;
+  const World world = discover(h, loopName, &loopPath);
+  std::printf("hostile: daemon pid %d; loop support %s; Loop object %s\n", h.daemonPid(),
+              world.loopBackend ? "yes" : "no (LoopSetup: NotSupported)",
+              world.loopObject ? loopPath.c_str() : "none (device calls: UnknownObject)");
+  std::printf("hostile: load average %s\n", loadAverage().c_str());
+  const auto stateBefore = h.stateSnapshot();
+  const auto loopsBefore = boundLoopDevices();
+
+  const Run run = runAll(h, world, loopPath, args);
+
+  Outcome o;
+  o.alive = h.daemonAlive();
+  o.stateSame = h.stateSnapshot() == stateBefore;
+  o.loopsSame = boundLoopDevices() == loopsBefore;
+  const bool pass = report(run, o, args.randomCalls);
   const int stop = h.stopDaemon();
   detachLoop(loopName);
   std::printf("hostile: %s in %.1f s (daemon stop status %d)\n", pass ? "PASS" : "FAIL",
