@@ -33,6 +33,41 @@ AuthDecision authorize(uint32_t uid, std::string_view action, std::string_view w
   return {V::Deny, attempt + ": the polkit check failed, so the change is refused"};
 }
 
+const char* Refusal::errorName() const {
+  return kind == Kind::Busy ? "org.cxiosync1.Error.Busy" : "org.cxiosync1.Error.AccessDenied";
+}
+
+bool PendingLimit::tryAcquire(uint32_t uid) {
+  if (held_ >= total_) return false;
+  size_t& mine = byUid_[uid];
+  if (mine >= perUid_) return false;
+  ++mine;
+  ++held_;
+  return true;
+}
+
+void PendingLimit::release(uint32_t uid) {
+  auto it = byUid_.find(uid);
+  if (it == byUid_.end() || it->second == 0) return;
+  --held_;
+  if (--it->second == 0) byUid_.erase(it);
+}
+
+size_t PendingLimit::held(uint32_t uid) const {
+  auto it = byUid_.find(uid);
+  return it == byUid_.end() ? 0 : it->second;
+}
+
+std::string busyMessage(uint32_t uid, std::string_view what, const PendingLimit& limit) {
+  const bool mine = limit.held(uid) >= limit.perUid();
+  return "Not now: cannot " + std::string(what) + " (uid " + std::to_string(uid) + "): " +
+         (mine ? std::to_string(limit.held(uid)) + " earlier calls of this uid"
+               : std::to_string(limit.held()) + " calls") +
+         " are waiting for authorization (limit " +
+         std::to_string(mine ? limit.perUid() : limit.total()) +
+         "); nothing was changed, try again when they are answered";
+}
+
 PolkitAnswer polkitAnswerFromReply(bool isAuthorized, bool isChallenge) {
   if (isAuthorized) return PolkitAnswer::Authorized;
   return isChallenge ? PolkitAnswer::Challenge : PolkitAnswer::NotAuthorized;

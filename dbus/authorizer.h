@@ -7,7 +7,9 @@
 // else needs polkit's yes for the action; polkit absent or failing means deny (root only).
 // Interactive authentication is requested from polkit only when the caller allowed it
 // (option "interactive", cxiosyncctl without --no-ask-password).
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -36,6 +38,40 @@ AuthDecision authorize(uint32_t uid, std::string_view action, std::string_view w
 inline uint32_t polkitFlags(bool interactive) {
   return interactive ? 1u : 0u;
 }
+
+// Why a change was not made, before anything was touched: Denied is
+// org.cxiosync1.Error.AccessDenied, Busy is org.cxiosync1.Error.Busy (too many calls waiting on
+// authorization; nothing was asked, try again later).
+struct Refusal {
+  enum class Kind { Denied, Busy } kind = Kind::Denied;
+  std::string message;
+  const char* errorName() const;
+  static Refusal denied(std::string message) { return {Kind::Denied, std::move(message)}; }
+  static Refusal busy(std::string message) { return {Kind::Busy, std::move(message)}; }
+};
+
+// Bounded waiting (issue 16, audit M4): a caller who stops their polkit agent holds a pending
+// CheckAuthorization for up to 120 s, and each one pins its message (and any fds in it) and
+// one of the 128 replies dbus-daemon lets us wait for. Slots are counted per caller uid and in
+// total; a call that finds no slot is refused with Busy at once. uid 0 never waits on polkit.
+class PendingLimit {
+ public:
+  PendingLimit(size_t perUid, size_t total) : perUid_(perUid), total_(total) {}
+  // A slot for `uid`; false when `uid` already holds perUid slots or all `total` are taken.
+  bool tryAcquire(uint32_t uid);
+  void release(uint32_t uid);
+  size_t held(uint32_t uid) const;
+  size_t held() const { return held_; }
+  size_t perUid() const { return perUid_; }
+  size_t total() const { return total_; }
+
+ private:
+  size_t perUid_, total_, held_ = 0;
+  std::map<uint32_t, size_t> byUid_;
+};
+
+// The Busy message for a caller over a limit: which limit, and that nothing was changed.
+std::string busyMessage(uint32_t uid, std::string_view what, const PendingLimit& limit);
 
 // Maps polkit's reply (is_authorized, is_challenge) to an answer.
 PolkitAnswer polkitAnswerFromReply(bool isAuthorized, bool isChallenge);

@@ -28,14 +28,39 @@ constexpr const char* kFailed = "org.cxiosync1.Error.Failed";
 // polkit may wait for a person typing a password: allow that much when interactive.
 constexpr auto kPolkitInteractiveTimeout = std::chrono::seconds(120);
 constexpr auto kPolkitTimeout = std::chrono::seconds(10);
+// Bounded waiting (authorizer.h). dbus-daemon lets us wait for 128 replies at once
+// (max_replies_per_connection): 48 polkit checks and 32 caller lookups stay below it, so a
+// flood from one user can neither exhaust it nor shut the others out (16 per uid).
+constexpr size_t kPolkitPerUid = 16;
+constexpr size_t kPolkitTotal = 48;
+constexpr size_t kLookupsTotal = 32;
+// LoopSetup pins the caller's message and its fds (up to max_message_unix_fds, 16 on the
+// system bus) while polkit is asked: 4 per uid, 16 in all, at most 16 x 17 fds.
+constexpr size_t kLoopSetupsPerUid = 4;
+constexpr size_t kLoopSetupsTotal = 16;
+constexpr uint32_t kCallerNotKnown = UINT32_MAX;  // the lookup slots' key
 
 sdbus::Error toSdbus(const Error& e) {
   return compat::error(errorKindName(errorKindOf(e)), e.message);
 }
 
-sdbus::Error accessDenied(const std::string& message) {
-  return compat::error(errorKindName(ErrorKind::AccessDenied), message);
-}
+// One slot of a PendingLimit, released once: when the call is answered, or when sd-bus drops
+// the pending call (and with it the callback holding this) at disconnect.
+class Slot {
+ public:
+  Slot(PendingLimit& limit, uint32_t uid) : limit_(&limit), uid_(uid) {}
+  ~Slot() { release(); }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  void release() {
+    if (limit_) limit_->release(uid_);
+    limit_ = nullptr;
+  }
+
+ private:
+  PendingLimit* limit_;
+  uint32_t uid_;
+};
 
 // A change that passed validation: what to run once authorized, and how to announce it.
 struct Mutation {
@@ -105,8 +130,15 @@ class Adaptor;
 }  // namespace
 
 struct BusServer::Impl {
+  using RefuseFn = std::function<void(const Refusal&)>;
+  using UidFn = std::function<void(std::optional<uint32_t> uid, const std::string& error)>;
+
   ManagerBackend& backend;
   BusServerOptions options;
+  // Declared before conn: pending calls dropped with the connection release their slots here.
+  PendingLimit polkitChecks{kPolkitPerUid, kPolkitTotal};
+  PendingLimit lookups{kLookupsTotal, kLookupsTotal};
+  PendingLimit loopSetups{kLoopSetupsPerUid, kLoopSetupsTotal};
   std::unique_ptr<sdbus::IConnection> conn;
   std::unique_ptr<Adaptor> adaptor;
   // Declared after conn so they are destroyed first (pending async calls are dropped).
@@ -127,15 +159,18 @@ struct BusServer::Impl {
                      const std::string& sender);
   void askPolkit(std::shared_ptr<sdbus::Result<>> result, std::shared_ptr<Mutation> m,
                  const std::string& sender, uint32_t uid);
-  // The caller's uid (bus driver, or uidOverride), then `next(uid)`; `denied` on failure.
-  void callerUid(const std::string& sender, std::function<void(uint32_t)> next,
-                 std::function<void(const std::string&)> denied);
+  // The bus driver's GetConnectionUnixUser for `sender` (or uidOverride), asynchronously.
+  void askUid(const std::string& sender, UidFn done);
+  // The caller's uid, then `next(uid)`; `refused` on failure or when too many lookups wait.
+  void callerUid(const std::string& sender, std::function<void(uint32_t)> next, RefuseFn refused);
   // authorize() for `action`, asking polkit when it says so. Exactly one of the two is called.
   void checkAction(const std::string& sender, uint32_t uid, const std::string& action,
                    const std::string& what, bool interactive, std::function<void()> allowed,
-                   std::function<void(const std::string&)> denied);
+                   RefuseFn refused);
   void authorizeLoop(LoopAuthRequest request, std::function<void(uint32_t)> allowed,
-                     std::function<void(const std::string&)> denied);
+                     RefuseFn refused);
+  void recheckThen(const std::string& sender, uint32_t uid, const std::string& what,
+                   std::shared_ptr<Slot> slot, std::function<void()> allowed, RefuseFn refused);
   void finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m, uint32_t uid);
   void replyError(const std::shared_ptr<sdbus::Result<>>& result, const char* method,
                   const sdbus::Error& e) {
@@ -148,7 +183,7 @@ struct BusServer::Impl {
     logSafely(options.log, level, message);
   }
   void refuse(const std::shared_ptr<sdbus::Result<>>& result, const char* method,
-              const std::string& message);
+              const Refusal& refusal);
 };
 
 namespace {
@@ -357,9 +392,9 @@ BusServer::Impl::~Impl() {
 }
 
 void BusServer::Impl::refuse(const std::shared_ptr<sdbus::Result<>>& result, const char* method,
-                             const std::string& message) {
-  note(BusLogLevel::Info, "refused: " + message);
-  replyError(result, method, accessDenied(message));
+                             const Refusal& refusal) {
+  note(BusLogLevel::Info, "refused: " + refusal.message);
+  replyError(result, method, compat::error(refusal.errorName(), refusal.message));
 }
 
 void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
@@ -385,47 +420,70 @@ void BusServer::Impl::runMutation(sdbus::Result<>&& result, const char* method,
 // The caller's uid comes from the bus driver (GetConnectionUnixUser on the unique name),
 // asked asynchronously: authoritative (the kernel's SO_PEERCRED as seen by dbus-daemon), not
 // racy like reading /proc/PID, and the loop never waits on it.
-void BusServer::Impl::callerUid(const std::string& sender, std::function<void(uint32_t)> next,
-                                std::function<void(const std::string&)> denied) {
+void BusServer::Impl::askUid(const std::string& sender, UidFn done) {
   if (options.uidOverride) {
-    next(*options.uidOverride);
-    return;
-  }
-  if (sender.empty()) {
-    // A direct (peer-to-peer) connection has no bus driver; we never export on one.
-    denied("Cannot identify the caller (no sender on the message)");
+    done(*options.uidOverride, {});
     return;
   }
   busDriver->callMethodAsync("GetConnectionUnixUser")
       .onInterface("org.freedesktop.DBus")
       .withTimeout(kPolkitTimeout)
       .withArguments(sender)
-      .uponReplyInvoke([next, denied](compat::AsyncError err, uint32_t uid) {
+      .uponReplyInvoke([done](compat::AsyncError err, uint32_t uid) {
         try {
           if (err) {
-            denied("Cannot identify the caller: " + err->getMessage());
-            return;
+            done(std::nullopt, err->getName() + ": " + err->getMessage());
+          } else {
+            done(uid, {});
           }
-          next(uid);
         } catch (...) {
-          // next/denied never throw; nothing sensible is left to do here.
+          // done never throws; nothing sensible is left to do here.
         }
       });
+}
+
+void BusServer::Impl::callerUid(const std::string& sender, std::function<void(uint32_t)> next,
+                                RefuseFn refused) {
+  if (sender.empty() && !options.uidOverride) {
+    // A direct (peer-to-peer) connection has no bus driver; we never export on one.
+    refused(Refusal::denied("Cannot identify the caller (no sender on the message)"));
+    return;
+  }
+  if (!lookups.tryAcquire(kCallerNotKnown)) {
+    refused(Refusal::busy("Not now: " + std::to_string(lookups.held()) +
+                          " calls are waiting for the bus to name their caller; nothing was "
+                          "changed, try again"));
+    return;
+  }
+  auto slot = std::make_shared<Slot>(lookups, kCallerNotKnown);
+  askUid(sender, [slot, next, refused](std::optional<uint32_t> uid, const std::string& error) {
+    slot->release();
+    if (!uid) {
+      refused(Refusal::denied("Cannot identify the caller: " + error));
+      return;
+    }
+    next(*uid);
+  });
 }
 
 void BusServer::Impl::checkAction(const std::string& sender, uint32_t uid,
                                   const std::string& action, const std::string& what,
                                   bool interactive, std::function<void()> allowed,
-                                  std::function<void(const std::string&)> denied) {
+                                  RefuseFn refused) {
   auto first = authorize(uid, action, what, PolkitAnswer::NotAsked, interactive);
   if (first.verdict == AuthDecision::Verdict::Allow) {
     allowed();
     return;
   }
   if (first.verdict == AuthDecision::Verdict::Deny) {
-    denied(first.message);
+    refused(Refusal::denied(first.message));
     return;
   }
+  if (!polkitChecks.tryAcquire(uid)) {
+    refused(Refusal::busy(busyMessage(uid, what, polkitChecks)));
+    return;
+  }
+  auto slot = std::make_shared<Slot>(polkitChecks, uid);
   using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
   Subject subject{"system-bus-name", {{"name", sdbus::Variant(sender)}}};
   std::map<std::string, std::string> details;
@@ -433,25 +491,52 @@ void BusServer::Impl::checkAction(const std::string& sender, uint32_t uid,
       .onInterface(kPolkitInterface)
       .withTimeout(interactive ? kPolkitInteractiveTimeout : kPolkitTimeout)
       .withArguments(subject, action, details, polkitFlags(interactive), std::string())
-      .uponReplyInvoke([uid, action, what, interactive, allowed, denied](
+      .uponReplyInvoke([this, slot, sender, uid, action, what, interactive, allowed, refused](
                            compat::AsyncError err,
                            sdbus::Struct<bool, bool, std::map<std::string, std::string>> reply) {
         try {
           PolkitAnswer answer = err ? polkitAnswerFromError(err->getName())
                                     : polkitAnswerFromReply(reply.get<0>(), reply.get<1>());
           auto d = authorize(uid, action, what, answer, interactive);
-          if (d.verdict == AuthDecision::Verdict::Allow) {
-            allowed();
-          } else {
+          if (d.verdict != AuthDecision::Verdict::Allow) {
+            slot->release();
             if (answer == PolkitAnswer::Failed && err) {
               d.message += " (" + err->getName() + ": " + err->getMessage() + ")";
             }
-            denied(d.message);
+            refused(Refusal::denied(d.message));
+            return;
           }
+          recheckThen(sender, uid, what, slot, allowed, refused);
         } catch (...) {
-          denied("authorization: internal error");
+          slot->release();
+          refused(Refusal::denied("authorization: internal error"));
         }
       });
+}
+
+// polkit said yes for the name: is that name still the caller we asked about? A unique name
+// is never reused, but a polkit that answered for a name that has gone (CVE-2021-3560) or a
+// caller that left while a password was typed must not get the change (audit L5).
+void BusServer::Impl::recheckThen(const std::string& sender, uint32_t uid, const std::string& what,
+                                  std::shared_ptr<Slot> slot, std::function<void()> allowed,
+                                  RefuseFn refused) {
+  askUid(sender, [slot, uid, what, allowed, refused](std::optional<uint32_t> now,
+                                                     const std::string& error) {
+    slot->release();
+    if (!now) {
+      refused(Refusal::denied("Not allowed to " + what + ": the caller (uid " +
+                              std::to_string(uid) +
+                              ") is no longer on the bus after authorization (" + error + ")"));
+      return;
+    }
+    if (*now != uid) {
+      refused(Refusal::denied("Not allowed to " + what + ": the caller's uid changed from " +
+                              std::to_string(uid) + " to " + std::to_string(*now) +
+                              " during authorization"));
+      return;
+    }
+    allowed();
+  });
 }
 
 void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
@@ -465,7 +550,7 @@ void BusServer::Impl::authorizeThen(std::shared_ptr<sdbus::Result<>> result,
           replyError(result, m->method, compat::error(kFailed, "authorization: internal error"));
         }
       },
-      [this, result, m](const std::string& message) { refuse(result, m->method, message); });
+      [this, result, m](const Refusal& r) { refuse(result, m->method, r); });
 }
 
 void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
@@ -480,33 +565,50 @@ void BusServer::Impl::askPolkit(std::shared_ptr<sdbus::Result<>> result,
           replyError(result, m->method, compat::error(kFailed, "authorization: internal error"));
         }
       },
-      [this, result, m](const std::string& message) { refuse(result, m->method, message); });
+      [this, result, m](const Refusal& r) { refuse(result, m->method, r); });
 }
 
 void BusServer::Impl::authorizeLoop(LoopAuthRequest request, std::function<void(uint32_t)> allowed,
-                                    std::function<void(const std::string&)> denied) {
+                                    RefuseFn refused) {
   auto req = std::make_shared<LoopAuthRequest>(std::move(request));
   callerUid(
       req->sender,
-      [this, req, allowed, denied](uint32_t uid) {
+      [this, req, allowed, refused](uint32_t uid) {
         try {
           auto d = req->decide(uid);
           if (!d.refusal.empty()) {
-            denied(d.refusal);
+            refused(Refusal::denied(d.refusal));
             return;
           }
           if (d.action.empty()) {
             allowed(uid);
             return;
           }
+          // A call that holds the caller's fds while polkit is asked (LoopSetup) takes a slot
+          // of its own; uid 0 never waits.
+          std::shared_ptr<Slot> fdSlot;
+          if (req->holdsFds && uid != 0) {
+            if (!loopSetups.tryAcquire(uid)) {
+              refused(Refusal::busy(busyMessage(uid, req->what, loopSetups)));
+              return;
+            }
+            fdSlot = std::make_shared<Slot>(loopSetups, uid);
+          }
           checkAction(
               req->sender, uid, d.action, req->what, req->interactive,
-              [allowed, uid] { allowed(uid); }, denied);
+              [allowed, uid, fdSlot] {
+                if (fdSlot) fdSlot->release();
+                allowed(uid);
+              },
+              [refused, fdSlot](const Refusal& r) {
+                if (fdSlot) fdSlot->release();
+                refused(r);
+              });
         } catch (...) {
-          denied("authorization: internal error");
+          refused(Refusal::denied("authorization: internal error"));
         }
       },
-      denied);
+      refused);
 }
 
 void BusServer::Impl::finish(const std::shared_ptr<sdbus::Result<>>& result, const Mutation& m,
@@ -620,8 +722,8 @@ Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
     impl->loops = std::make_unique<LoopServer>(
         *impl->conn, opt.loopBackend,
         [raw](LoopAuthRequest r, std::function<void(uint32_t)> allowed,
-              std::function<void(const std::string&)> denied) {
-          raw->authorizeLoop(std::move(r), std::move(allowed), std::move(denied));
+              std::function<void(const Refusal&)> refused) {
+          raw->authorizeLoop(std::move(r), std::move(allowed), std::move(refused));
         },
         opt.log);
     impl->loops->refresh();
@@ -676,11 +778,24 @@ bool BusServer::process() {
       if (!compat::processPending(*impl_->conn)) break;
     }
     impl_->loops->collect();
-    return true;
+    return connected();
   } catch (const sdbus::Error&) {
-    return false;
+    // One event that failed, or the connection gone: only the second is fatal (audit M4: a
+    // single error used to drop the API for good).
+    return connected();
   } catch (...) {
+    return connected();
+  }
+}
+
+// sd-bus refuses the poll data of a closed connection (ENOTCONN): after the bus daemon hung
+// up, the first process() fails every pending call and closes it.
+bool BusServer::connected() const {
+  try {
+    (void)compat::pollData(*impl_->conn);
     return true;
+  } catch (...) {
+    return false;
   }
 }
 

@@ -99,6 +99,8 @@ class BusServer final : public ManagerEvents {
   // never blocks on anything but the bus daemon itself. Returns false if the connection is
   // dead (bus daemon went away): the daemon should log and exit (systemd restarts it).
   bool process();
+  // false once the connection is closed (bus daemon gone, or it dropped us).
+  bool connected() const;
 
   // ManagerEvents: emit signals / PropertiesChanged. Never throw.
   void syncDetected(const SyncerInfo& syncer) override;

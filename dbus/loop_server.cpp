@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "dbus/loop_server.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 
@@ -28,6 +30,30 @@ sdbus::Error notSupportedError() {
 template <class R>
 void replyError(const std::shared_ptr<R>& result, const sdbus::Error& e) {
   reply::error(*result, "org.cxiosync1.Loop", e, {});
+}
+
+// The fds this process has open; SIZE_MAX when /proc cannot tell.
+size_t openFdCount() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return SIZE_MAX;
+  size_t n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n > 0 ? n - 1 : 0;  // not the directory's own fd
+}
+
+// Whether a new LoopSetup may pin more fds: below half the soft RLIMIT_NOFILE (the rest is
+// for io.max, the journal, the detector and the bus). Past it, io.max opens would fail and
+// boosts could not be restored (audit M4).
+bool fdHeadroom(size_t* open, size_t* limit) {
+  struct rlimit rl {};
+  *limit = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+               ? static_cast<size_t>(rl.rlim_cur)
+               : 1024;
+  *open = openFdCount();
+  return *open != SIZE_MAX && *open < *limit / 2;
 }
 
 std::string describeSetup(const LoopSetupOptions& o) {
@@ -401,10 +427,18 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
                           "the backing file descriptor is write-only; open it for reading "
                           "(O_RDONLY for a read-only device, O_RDWR otherwise)");
     }
+    size_t open = 0, limit = 0;
+    if (!fdHeadroom(&open, &limit)) {
+      throw compat::error("org.cxiosync1.Error.Busy",
+                          "Not now: the daemon holds " + std::to_string(open) +
+                              " file descriptors (limit " + std::to_string(limit) +
+                              "), too many for another waiting LoopSetup; try again later");
+    }
     LoopAuthRequest ar;
     ar.sender = sender;
     ar.what = "set up a loop device";
     ar.interactive = req->interactive;
+    ar.holdsFds = true;
     ar.decide = [](uint32_t) { return LoopAuthRequest::Decision{kLoopSetupAction, {}}; };
     const LoopSetupOptions setupOptions = req->options;
     auth_(
@@ -438,10 +472,10 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
           } catch (...) {
           }
         },
-        [this, shared, backing](const std::string& message) {
+        [this, shared, backing](const Refusal& refusal) {
           backing->reset();
-          log(BusLogLevel::Info, "refused: " + message);
-          replyError(shared, compat::error("org.cxiosync1.Error.AccessDenied", message));
+          log(BusLogLevel::Info, "refused: " + refusal.message);
+          replyError(shared, compat::error(refusal.errorName(), refusal.message));
         });
   } catch (const sdbus::Error& e) {
     replyError(shared, e);
@@ -512,9 +546,9 @@ void LoopServer::deviceCall(const std::string& name, const std::string& sender, 
             fail(compat::error(kFailed, std::string(method) + ": internal error"));
           }
         },
-        [this, fail](const std::string& message) {
-          log(BusLogLevel::Info, "refused: " + message);
-          fail(compat::error("org.cxiosync1.Error.AccessDenied", message));
+        [this, fail](const Refusal& refusal) {
+          log(BusLogLevel::Info, "refused: " + refusal.message);
+          fail(compat::error(refusal.errorName(), refusal.message));
         });
   } catch (const sdbus::Error& e) {
     fail(e);

@@ -22,6 +22,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include "dbus/authorizer.h"
 #include "dbus/loop_backend.h"
 #include "dbus/loop_wire.h"
 
@@ -37,6 +38,9 @@ struct LoopAuthRequest {
   std::string sender;
   std::string what;  // "set up a loop device", "detach loop3"
   bool interactive = false;
+  // The call pins the caller's fds while it waits (LoopSetup): a slot of its own, 4 per uid
+  // and 16 in all (bus_server.cpp), beyond which it is Busy.
+  bool holdsFds = false;
   // With the caller's uid: the polkit action needed ("" = none beyond the uid) or, when
   // `refusal` is set, a refusal without asking anyone.
   struct Decision {
@@ -46,10 +50,10 @@ struct LoopAuthRequest {
   std::function<Decision(uint32_t uid)> decide;
 };
 // Implemented by BusServer over its uid lookup and polkit path (the authorizer).
-// Exactly one of allowed/denied is called, maybe later (async). Neither may throw.
+// Exactly one of allowed/refused is called, maybe later (async). Neither may throw.
 using LoopAuthFn =
     std::function<void(LoopAuthRequest request, std::function<void(uint32_t uid)> allowed,
-                       std::function<void(const std::string& message)> denied)>;
+                       std::function<void(const Refusal& refusal)> refused)>;
 using LoopLogFn = std::function<void(BusLogLevel, const std::string&)>;
 
 class LoopObject;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "cxiosync_version.h"
+#include "daemon/core/exit_codes.h"
 #include "daemon/log/logging.h"
 #include "daemon/sense/detector.h"
 #include "daemon/sources/config_loader.h"
@@ -425,10 +426,16 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   DaemonBus* self = b.get();
   auto onBus = [self, srv](uint32_t) {
     if (srv->process()) return;
-    // The bus daemon went away. Sync isolation does not depend on D-Bus: keep running.
-    spdlog::error("lost the D-Bus connection; the API is gone until cxiosyncd restarts");
+    // The bus daemon went away or dropped us: this connection cannot come back, and running
+    // on without the API would leave it gone silently. Restore every boost (Daemon::run after
+    // the loop) and exit non-zero: Restart=on-failure starts a daemon that takes the name.
+    spdlog::error(
+        "lost the D-Bus connection; restoring every boost and exiting with status {} "
+        "(systemd restarts cxiosyncd)",
+        kExitBusLost);
     self->backend_.setEvents(nullptr);
     self->removeSources();
+    self->daemon_.loop().exit(kExitBusLost);
   };
   auto id = daemon.loop().addIo(srv->fd(), EPOLLIN, onBus, [srv]() -> EventLoop::Prepared {
     auto p = srv->pollSpec();

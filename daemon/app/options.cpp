@@ -42,7 +42,8 @@ Options:
   --version              print the version and exit
   -h, --help             this text
 
-Exit status: 0 ok, 1 runtime failure, 2 bad command line, 6 invalid configuration.
+Exit status: 0 ok, 1 runtime failure, 2 bad command line, 3 lost the D-Bus connection
+(boosts restored; systemd restarts it), 6 invalid configuration.
 )";
 }
 

@@ -341,6 +341,9 @@ int Daemon::run() {
     stop();
     return kExitFailure;
   }
+  // Whoever ended the loop (a signal, the D-Bus connection lost: kExitBusLost), no boost
+  // outlives the daemon unless stop() chose the shutdown lift.
+  stop();
   return rc.value();
 }
 

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
-// Exit codes of cxiosyncd, documented in --help and cxiosyncd.service
-// (RestartPreventExitStatus=2 6: a bad command line or configuration is not retried).
+// Exit codes of cxiosyncd, documented in --help, cxiosyncd(8) and cxiosyncd.service
+// (RestartPreventExitStatus=2 6: a bad command line or configuration is not retried; every
+// other non-zero status is restarted by Restart=on-failure).
 
 namespace cxiosync {
 
-inline constexpr int kExitOk = 0;         // clean stop; --check-config valid, --version, --help
-inline constexpr int kExitFailure = 1;    // runtime failure (cgroup root, journal, ...)
-inline constexpr int kExitUsage = 2;      // bad command line
+inline constexpr int kExitOk = 0;       // clean stop; --check-config valid, --version, --help
+inline constexpr int kExitFailure = 1;  // runtime failure (cgroup root, journal, ...)
+inline constexpr int kExitUsage = 2;    // bad command line
+// The D-Bus connection was lost (bus daemon restarted or dropped us): every boost was
+// restored first; systemd restarts the daemon, which takes the name again.
+inline constexpr int kExitBusLost = 3;
 inline constexpr int kExitBadConfig = 6;  // invalid configuration (--check-config or start)
 
 }  // namespace cxiosync

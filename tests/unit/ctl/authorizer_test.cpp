@@ -56,5 +56,37 @@ TEST(Authorizer, PolkitReplyAndErrors) {
   EXPECT_EQ(polkitFlags(false), 0u);
 }
 
+// Issue 16 (audit M4): 16 pending checks per uid, a total for everyone; a slot comes back
+// when released, never twice.
+TEST(PendingLimit, CapsPerUidAndInTotal) {
+  PendingLimit limit(16, 40);
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(limit.tryAcquire(1000)) << i;
+  EXPECT_FALSE(limit.tryAcquire(1000)) << "the 17th of one uid";
+  EXPECT_EQ(limit.held(1000), 16u);
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(limit.tryAcquire(1001)) << i;
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(limit.tryAcquire(1002)) << i;
+  EXPECT_EQ(limit.held(), 40u);
+  EXPECT_FALSE(limit.tryAcquire(1003)) << "the total is reached";
+  EXPECT_NE(busyMessage(1003, "reload the configuration", limit).find("40 calls"),
+            std::string::npos);
+  EXPECT_NE(busyMessage(1000, "reload the configuration", limit).find("limit 16"),
+            std::string::npos)
+      << busyMessage(1000, "reload the configuration", limit);
+  limit.release(1000);
+  EXPECT_TRUE(limit.tryAcquire(1003));
+  EXPECT_FALSE(limit.tryAcquire(1000));
+  limit.release(1003);
+  limit.release(1003);  // not held: no effect
+  EXPECT_EQ(limit.held(), 39u);
+  EXPECT_EQ(limit.held(1003), 0u);
+  EXPECT_TRUE(limit.tryAcquire(1000));
+  EXPECT_FALSE(limit.tryAcquire(1000));
+}
+
+TEST(PendingLimit, RefusalNames) {
+  EXPECT_STREQ(Refusal::busy("x").errorName(), "org.cxiosync1.Error.Busy");
+  EXPECT_STREQ(Refusal::denied("x").errorName(), "org.cxiosync1.Error.AccessDenied");
+}
+
 }  // namespace
 }  // namespace cxiosync::dbus
