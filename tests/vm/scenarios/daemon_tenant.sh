@@ -7,7 +7,7 @@
 #     the restarted daemon refuses with budget-exhausted instead of handing out a new budget.
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/daemon_common.inc"
-MIB=${CXD_DIRTY_MIB:-6}
+MIB=${CXD_DIRTY_MIB:-4}
 U=user.slice/user-1000.slice/user@1000.service
 # /user.slice has sync_isolation off by default: turn it on, so that only the tenant rule
 # can be what refuses the boost in part 1.
@@ -28,24 +28,24 @@ cxvm_io_max "$U/app.slice/heavy.service" "wbps=1048576"
 orig=$(cxd_io_max "$U/app.slice/heavy.service")
 cxd_start
 
-# 1. The sibling sync loop, same tenant.
+# 1. The sibling sync loop, same tenant: two sync calls in a row from cron.service, each
+# refused as a self-sync, each throttled.
 cxd_dirty "$U/app.slice/heavy.service" heavy "$MIB"
-cxvm_cg_spawn "$U/app.slice/cron.service" sh -c 'while :; do sync; sleep 0.2; done'
-looper=$!
-sleep 3
-kill "$looper" 2>/dev/null
-wait "$looper" 2>/dev/null
+cxd_sync_timed t_same1 "$U/app.slice/cron.service"
+cxd_dirty "$U/app.slice/heavy.service" heavy2 2
+cxd_sync_timed t_same2 "$U/app.slice/cron.service"
+cxvm_log "same-tenant syncs: ${t_same1} ms ($MIB MiB), ${t_same2} ms (2 MiB)"
 same_boosts=$(cxd_log_count 'action=boost ')
 same_refusals=$(cxd_log_count 'refusal=self-sync.*one tenant')
 grep -E 'action=refuse' "$CXD_LOG" | head -1
 [ "$same_boosts" -eq 0 ] || cxvm_fail "a same-tenant sync lifted the tenant's own limit"
-[ "$same_refusals" -ge 1 ] || cxvm_fail "no same-tenant self-sync refusal logged"
+[ "$same_refusals" -ge 2 ] || cxvm_fail "not one same-tenant self-sync refusal per sync call"
+[ "$t_same1" -ge $((MIB * 1000 / 2)) ] || cxvm_fail "same-tenant sync was fast: not throttled?"
 [ "$(cxd_io_max "$U/app.slice/heavy.service")" = "$orig" ] || cxvm_fail "io.max changed"
 
-# 2. A foreign sync (no tenant) is boosted; it runs until the tenant's budget (6 s) is spent.
-cxvm_cg_spawn "$U/app.slice/heavy.service" sh -c \
-	"while :; do dd if=/dev/zero of=$CXVM_SCRATCH_MNT/w bs=1M count=64 status=none; done"
-writer=$!
+# 2. A foreign sync (no tenant) is boosted; syncing in a loop it is boosted (at 2 MiB/s) until
+# the tenant's budget (10% of 60 s = 6 s) is spent. 24 MiB keep it busy for longer than that.
+cxd_dirty "$U/app.slice/heavy.service" burst 24
 cxvm_cg_spawn cg2 sh -c 'while :; do sync; sleep 0.2; done'
 looper=$!
 spent=0
@@ -53,8 +53,9 @@ for _ in $(seq 200); do
 	[ "$(cxd_log_count 'budget-exhausted')" -ge 1 ] && spent=1 && break
 	sleep 0.1
 done
-kill "$looper" "$writer" 2>/dev/null
-wait "$looper" "$writer" 2>/dev/null
+# The loop goes; a sync still inside the call ends at the unthrottled flush of part 3.
+kill "$looper" 2>/dev/null
+wait "$looper" 2>/dev/null
 foreign_boosts=$(cxd_log_count 'action=boost ')
 [ "$foreign_boosts" -ge 1 ] || cxvm_fail "a sync from outside the tenant was not boosted"
 [ "$spent" -eq 1 ] || cxvm_fail "the tenant's budget (10% of 60s) was never exhausted in 20 s"
@@ -79,6 +80,7 @@ restart_budget=$(grep -cE "refusal=budget-exhausted.*tenant /$U" <<<"$after")
 grep -E 'action=refuse' <<<"$after" | head -1
 cxd_stop
 cxvm_result same_tenant_refusals "$same_refusals"
+cxvm_result sync_ms_same_tenant "$t_same1"
 cxvm_result foreign_boosts "$foreign_boosts"
 cxvm_result restart_boosts "$restart_boosts"
 cxvm_result restart_budget_refusals "$restart_budget"
