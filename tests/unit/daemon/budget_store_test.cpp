@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "daemon/core/daemon.h"
@@ -134,19 +137,22 @@ DaemonSettings settingsFor(const TempDir& cgroups, const TempDir& run) {
   return o;
 }
 
-// One daemon life: start, one tick, stop.
+// One daemon life: start, a few ticks, SIGTERM (the daemon blocks it and reads it from its
+// signalfd, as under systemd).
 void runDaemonOnce(const TempDir& cgroups, const TempDir& run) {
   Config config{builtinGlobalSettings(), {}, {}, {}};
   auto d = Daemon::create(settingsFor(cgroups, run), config);
   ASSERT_TRUE(d) << d.error().message;
-  ASSERT_TRUE(d.value()->loop().addTimer(30ms, 0ns, [&] { d.value()->loop().exit(0); }));
+  ASSERT_TRUE(d.value()->loop().addTimer(30ms, 0ns, [] { ::kill(::getpid(), SIGTERM); }));
   EXPECT_EQ(d.value()->run(), 0);
-  d.value()->stop();
 }
 
 TEST(BudgetStore, HistorySurvivesADaemonRestart) {
   TempDir cgroups, run;
   std::filesystem::create_directories(cgroups.file("t/a"));
+  // The daemon looks at limited subtrees (and their ancestors): /t is the account of /t/a's
+  // limit. An account whose cgroup it no longer sees takes its history with it.
+  writeFile(cgroups.file("t/a/io.max"), "254:0 wbps=1048576\n");
   const TimePoint now = std::chrono::steady_clock::now();
   PlannerState before;
   auto& t = before.usage[cg("/t")];
