@@ -328,6 +328,23 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
     });
   }
 
+  void SetTenant(sdbus::Result<>&& result, std::string cgroup, bool enabled,
+                 wire::Options options) override {
+    impl_.runMutation(std::move(result), "SetTenant", [&] {
+      auto path = cgroupOrThrow(cgroup);
+      Mutation m;
+      m.options = parseOptionsOrThrow(options, true);
+      m.what = "set the tenant boundary of " + path.display();
+      m.cgroup = path.display();
+      m.knob = "tenant";
+      m.value = enabled ? "on" : "off";
+      m.apply = [this, path, enabled](const ChangeOptions& o) {
+        return backend().setTenant(path, enabled, o);
+      };
+      return m;
+    });
+  }
+
   void ResetPolicy(sdbus::Result<>&& result, std::string cgroup, wire::Options options) override {
     impl_.runMutation(std::move(result), "ResetPolicy", [&] {
       auto path = cgroupOrThrow(cgroup);

@@ -200,6 +200,17 @@ void Client::setIsolation(const std::string& cgroup, bool on, const ChangeReques
   }
 }
 
+void Client::setTenant(const std::string& cgroup, bool on, const ChangeRequest& req) {
+  try {
+    proxy_->callMethod("SetTenant")
+        .onInterface(kManagerInterface)
+        .withArguments(cgroup, on, changeOptions(req, true))
+        .withTimeout(changeTimeout(req));
+  } catch (const sdbus::Error& e) {
+    rethrow(e);
+  }
+}
+
 void Client::setBoostPolicy(const std::string& cgroup, const std::string& policy,
                             const ChangeRequest& req) {
   try {

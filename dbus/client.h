@@ -59,6 +59,7 @@ class Client {
   std::string version();  // property Version
 
   void setIsolation(const std::string& cgroup, bool on, const ChangeRequest& req);
+  void setTenant(const std::string& cgroup, bool on, const ChangeRequest& req);
   void setBoostPolicy(const std::string& cgroup, const std::string& policy,
                       const ChangeRequest& req);
   void setBoostCeiling(const std::string& cgroup, const std::string& ceiling,

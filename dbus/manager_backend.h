@@ -119,6 +119,8 @@ class ManagerBackend {
                                 const ChangeOptions& opt) = 0;
   virtual Status setBoostCeiling(const CgroupPath& cgroup, BoostCeiling ceiling,
                                  const ChangeOptions& opt) = 0;
+  // `tenant` of exactly this cgroup (a tenant boundary: docs/policy-semantics.md, "Tenants").
+  virtual Status setTenant(const CgroupPath& cgroup, bool on, const ChangeOptions& opt) = 0;
   // Drops every runtime setting (persistent and --runtime) of this cgroup; lower layers
   // (drop-ins, YAML, defaults) apply again. Not an error if there was nothing to drop.
   virtual Status resetPolicy(const CgroupPath& cgroup, const ChangeOptions& opt) = 0;
@@ -140,7 +142,8 @@ class ManagerEvents {
   virtual void boostStarted(const BoostInfo& boost) = 0;
   // reason: endReasonName() ("syncers-left", "max-boost-time", ...); boost.durationUsec total.
   virtual void boostEnded(const BoostInfo& boost, const std::string& reason) = 0;
-  // knob: "sync_isolation" | "boost" | "boost_ceiling" | "" (all); value "" when reset/unknown;
+  // knob: "sync_isolation" | "boost" | "boost_ceiling" | "tenant" | "" (all); value "" when
+  // reset/unknown;
   // source: ValueSource kind ("runtime", "config", "drop-in", "default").
   virtual void policyChanged(const std::string& cgroup, const std::string& knob,
                              const std::string& value, const std::string& source) = 0;

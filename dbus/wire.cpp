@@ -73,6 +73,9 @@ std::vector<PolicyRow> policyRows(const EffectivePolicy& p) {
                   std::to_string(p.boostBudget.value.percent) + "%/" +
                       std::to_string(p.boostBudget.value.window.count()) + "s",
                   describeSource(p.boostBudget.source)});
+  rows.push_back({"tenant", p.tenant.value ? "on" : "off", describeSource(p.tenant.source)});
+  rows.push_back(
+      {"tenant_sync", formatTenantSync(p.tenantSync.value), describeSource(p.tenantSync.source)});
   return rows;
 }
 

@@ -249,6 +249,10 @@ Status BusBackend::setBoostCeiling(const CgroupPath& cgroup, BoostCeiling ceilin
   return change(cgroup, "boost_ceiling", formatBoostCeiling(ceiling), opt);
 }
 
+Status BusBackend::setTenant(const CgroupPath& cgroup, bool on, const dbus::ChangeOptions& opt) {
+  return change(cgroup, "tenant", formatBoolean(on), opt);
+}
+
 Status BusBackend::resetPolicy(const CgroupPath& cgroup, const dbus::ChangeOptions& opt) {
   // A cgroup that is gone may still carry runtime settings: those can always be dropped.
   if (!store_.has(cgroup)) return checkExists(cgroup);

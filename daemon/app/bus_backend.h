@@ -46,6 +46,7 @@ class BusBackend final : public dbus::ManagerBackend, public DaemonObserver {
   std::vector<dbus::SyncerInfo> listSyncers() override;
   std::string metrics() override;
   Status setIsolation(const CgroupPath& cgroup, bool on, const dbus::ChangeOptions& opt) override;
+  Status setTenant(const CgroupPath& cgroup, bool on, const dbus::ChangeOptions& opt) override;
   Status setBoostPolicy(const CgroupPath& cgroup, BoostPermission permission,
                         const dbus::ChangeOptions& opt) override;
   Status setBoostCeiling(const CgroupPath& cgroup, BoostCeiling ceiling,

@@ -95,6 +95,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(const DaemonSettings& options, Co
   d->openDropIns();
   d->journal_ = std::make_unique<Journal>(options.runDir);
   d->executor_ = std::make_unique<BoostExecutor>(*d->ioMax_, *d->journal_, d->settings_.dryRun);
+  d->budgets_ = std::make_unique<BudgetStore>(options.runDir);
   auto loop = EventLoop::create();
   if (!loop) return loop.error();
   d->loop_ = std::move(loop.value());
@@ -322,6 +323,7 @@ int Daemon::run() {
         "recovery: {} restored, {} kept (changed by others), {} dropped (cgroup gone), "
         "{} failed (kept for retry)",
         summary->restored, summary->keptChanged, summary->gone, summary->failed);
+  loadBudgets(now);
   if (auto st = setupSources(); !st) {
     spdlog::critical("cannot set up the event loop: {}", st.error().message);
     executor_->restoreAll(EndReason::Shutdown, Clock::now());
@@ -392,6 +394,7 @@ void Daemon::tick() {
   const TimePoint tPlan = Clock::now();
   execute(plan, now);
   const TimePoint tExec = Clock::now();
+  saveBudgets(now, false);  // after the boosts: a tmpfs write, but never ahead of a boost
   armDeadline(plan.nextWakeup, now);
   auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
   if (tExec - now > kSlowTick)
@@ -586,6 +589,7 @@ void Daemon::stop() {
       // Boosts already in force stay lifted too: restoring them now would only slow the
       // final sync. Their records stay in the journal (a tmpfs, gone after the reboot).
       spdlog::info("shutdown: {} limit(s) lifted or left lifted", executor_->activeCount());
+      saveBudgets(now, true);
       writeMetrics(now, true);
       return;
     }
@@ -596,7 +600,48 @@ void Daemon::stop() {
   if (left)
     spdlog::error("{} boost(s) could not be restored; they stay in {} for the next start", left,
                   journal_->path());
+  saveBudgets(now, true);
   writeMetrics(now, true);
+}
+
+// The budget history of the previous daemon (issue 15): without it a restart would hand every
+// tenant a fresh boost_budget. What cannot be read counts as budget spent (budget_store.h).
+void Daemon::loadBudgets(TimePoint now) {
+  PlannerState state;
+  auto parsed = budgets_->load();
+  if (!parsed) {
+    spdlog::warn(
+        "cannot read the budget history {}: {}; every boost budget counts as spent "
+        "for one window",
+        budgets_->path(), parsed.error().message);
+    state.historyLostAt = now;
+  } else {
+    for (const auto& p : parsed->problems)
+      spdlog::warn("budget history {}: {}{}", budgets_->path(), p,
+                   parsed->unreadable ? "; every boost budget counts as spent for one window" : "");
+    applyLoadedBudgets(parsed.value(), now, state);
+    if (!state.usage.empty())
+      spdlog::info("budget history: {} account(s) from {}", state.usage.size(), budgets_->path());
+  }
+  planner_ = Planner(std::move(state));
+}
+
+void Daemon::saveBudgets(TimePoint now, bool final) {
+  if (!budgets_ || !running_) return;
+  Status st = Ok{};
+  if (final) {
+    st = budgets_->saveFinal(planner_.state(), now);
+  } else if (auto r = budgets_->saveIfChanged(planner_.state(), now); !r) {
+    st = r.error();
+  }
+  if (!st) {
+    // Logged once per distinct error: a full /run must not flood the journal every tick.
+    if (st.error().message != lastBudgetError_)
+      spdlog::warn("cannot save the budget history {}: {}", budgets_->path(), st.error().message);
+    lastBudgetError_ = st.error().message;
+  } else {
+    lastBudgetError_.clear();
+  }
 }
 
 }  // namespace cxiosync

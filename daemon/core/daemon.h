@@ -20,6 +20,7 @@
 #include <string>
 
 #include "daemon/act/boost_executor.h"
+#include "daemon/act/budget_store.h"
 #include "daemon/act/journal.h"
 #include "daemon/core/daemon_observer.h"
 #include "daemon/core/daemon_settings.h"
@@ -102,6 +103,7 @@ class Daemon {
   std::unique_ptr<IoMaxAccess> ioMax_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<BoostExecutor> executor_;
+  std::unique_ptr<BudgetStore> budgets_;  // the planner's budget history, across restarts
   std::unique_ptr<EventLoop> loop_;
   Planner planner_;
   Notifier notifier_;
@@ -135,6 +137,10 @@ class Daemon {
   bool running_ = false;  // run() has recovered the journal: planning may start
   std::map<CgroupPath, PolicySettings> runtimePolicy_;
   DaemonObserver* observer_ = nullptr;
+
+  void loadBudgets(TimePoint now);
+  void saveBudgets(TimePoint now, bool final);
+  std::string lastBudgetError_;
 };
 
 }  // namespace cxiosync

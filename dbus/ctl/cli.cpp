@@ -40,6 +40,7 @@ const std::map<std::string, VerbSpec>& verbs() {
       {"isolate", {2, "isolate CG on|off [--runtime]"}},
       {"boost", {2, "boost CG allow|deny [--runtime]"}},
       {"ceiling", {2, "ceiling CG inherit|max|BYTES/s [--runtime]"}},
+      {"tenant", {2, "tenant CG on|off [--runtime]"}},
       {"reset", {1, "reset CG"}},
       {"boosts", {0, "boosts"}},
       {"syncers", {0, "syncers"}},
@@ -174,7 +175,8 @@ int Runner::run() {
     if (v == "status") return status();
     if (v == "list") return list();
     if (v == "show") return show();
-    if (v == "isolate" || v == "boost" || v == "ceiling" || v == "reset") return change();
+    if (v == "isolate" || v == "boost" || v == "ceiling" || v == "tenant" || v == "reset")
+      return change();
     if (v == "boosts") return boosts();
     if (v == "syncers") return syncers();
     if (v == "monitor") return monitor();
@@ -280,6 +282,12 @@ int Runner::change() {
     knob = "boost_ceiling";
     value = formatBoostCeiling(*c);
     client().setBoostCeiling(cg->path, value, req);
+  } else if (v == "tenant") {
+    auto on = parseOnOff(inv_.args[1]);
+    if (!on) return fail(kExitInvalidArgs, "tenant: " + on.error().message);
+    knob = "tenant";
+    value = *on ? "on" : "off";
+    client().setTenant(cg->path, *on, req);
   } else {
     client().resetPolicy(cg->path, req);
   }
@@ -416,9 +424,9 @@ std::string usage() {
       "cxiosyncctl [OPTIONS...] COMMAND ...\n\n"
       "Query and control cxiosyncd, the sync() priority-inversion guard.\n\n"
       "Commands:\n";
-  const char* order[] = {"status",  "list",   "show",         "isolate", "boost",
-                         "ceiling", "reset",  "boosts",       "syncers", "monitor",
-                         "metrics", "reload", "check-config", "version"};
+  const char* order[] = {"status",  "list",    "show",   "isolate",      "boost",
+                         "ceiling", "tenant",  "reset",  "boosts",       "syncers",
+                         "monitor", "metrics", "reload", "check-config", "version"};
   for (const char* v : order) out += "  " + std::string(verbs().at(v).synopsis) + "\n";
   out += loopUsage();
   out +=
@@ -433,7 +441,7 @@ std::string usage() {
       "     --no-legend            Do not print headers and footers\n"
       "  -q --quiet                Suppress informational output\n"
       "     --no-ask-password      Do not ask for a password (polkit)\n"
-      "     --runtime              isolate/boost/ceiling: until reboot only\n"
+      "     --runtime              isolate/boost/ceiling/tenant: until reboot only\n"
       "     --bus=system|session|ADDRESS  Which bus to talk on (default: system)\n"
       "     --user[=UID|USER]      CG names a unit of this user's manager (default: you)\n"
       "\nExit status: 0 ok, 1 failure, 2 invalid arguments, 4 permission denied,\n"
@@ -614,8 +622,9 @@ Status checkVerb(Invocation& inv, const std::vector<std::string>& positional) {
   } else if (inv.args.size() != it->second.args) {
     return invalid("usage: cxiosyncctl " + std::string(it->second.synopsis));
   }
-  if (o.runtime && inv.verb != "isolate" && inv.verb != "boost" && inv.verb != "ceiling") {
-    return invalid("--runtime applies only to isolate, boost and ceiling");
+  if (o.runtime && inv.verb != "isolate" && inv.verb != "boost" && inv.verb != "ceiling" &&
+      inv.verb != "tenant") {
+    return invalid("--runtime applies only to isolate, boost, ceiling and tenant");
   }
   if (o.userUid && std::string_view(it->second.synopsis).find(" CG") == std::string_view::npos) {
     return invalid("--user applies only to the commands that take a CG");

@@ -26,12 +26,14 @@ struct KeyInfo {
   std::string_view name;
   DropInKey key;
 };
-constexpr std::array<KeyInfo, 5> kKeys = {{
+constexpr std::array<KeyInfo, 7> kKeys = {{
     {"SyncIsolation", DropInKey::SyncIsolation},
     {"Boost", DropInKey::Boost},
     {"BoostCeiling", DropInKey::BoostCeiling},
     {"MaxBoostSec", DropInKey::MaxBoostSec},
     {"BoostBudget", DropInKey::BoostBudget},
+    {"Tenant", DropInKey::Tenant},
+    {"TenantSync", DropInKey::TenantSync},
 }};
 
 std::string_view knobFor(DropInKey key) {
@@ -44,6 +46,10 @@ std::string_view knobFor(DropInKey key) {
       return kKnobBoostCeiling;
     case DropInKey::MaxBoostSec:
       return kKnobMaxBoostSeconds;
+    case DropInKey::Tenant:
+      return kKnobTenant;
+    case DropInKey::TenantSync:
+      return kKnobTenantSync;
     case DropInKey::BoostBudget:
       break;
   }
@@ -127,8 +133,8 @@ Result<std::vector<DropInAssignment>> parseDropInText(const ConfigText& file) {
     }
     if (info == nullptr) {
       return lineError(file.file, line, key,
-                       "unknown key (expected SyncIsolation, Boost, BoostCeiling, MaxBoostSec "
-                       "or BoostBudget)");
+                       "unknown key (expected SyncIsolation, Boost, BoostCeiling, MaxBoostSec, "
+                       "BoostBudget, Tenant or TenantSync)");
     }
     auto value = unquote(rawValue);
     if (!value) return lineError(file.file, line, key, value.error().message);

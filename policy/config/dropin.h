@@ -9,6 +9,8 @@
 //   BoostCeiling=inherit        # inherit | max | rate (10M = 10^7 B/s, like IOWriteBandwidthMax=)
 //   MaxBoostSec=30s
 //   BoostBudget=25% of 2min
+//   Tenant=yes                  # this unit's cgroup is a tenant boundary
+//   TenantSync=self             # self | foreign: a same-tenant sync is a self-sync (default)
 //
 // systemd ignores X- sections by design; we read only that section and ignore all others.
 // Pure: the daemon lists directories and reads files (daemon/sources/config_loader.h), or asks
@@ -26,7 +28,15 @@ namespace cxiosync {
 
 inline constexpr std::string_view kDropInSection = "X-CxIOSync";
 
-enum class DropInKey { SyncIsolation, Boost, BoostCeiling, MaxBoostSec, BoostBudget };
+enum class DropInKey {
+  SyncIsolation,
+  Boost,
+  BoostCeiling,
+  MaxBoostSec,
+  BoostBudget,
+  Tenant,
+  TenantSync
+};
 std::string_view dropInKeyName(DropInKey key);  // "SyncIsolation", ...
 
 // One assignment in an [X-CxIOSync] section. An empty `value` ("Boost=") resets the key:

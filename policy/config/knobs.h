@@ -8,6 +8,8 @@
 #include <string>
 #include <variant>
 
+#include "policy/model/cgroup_path.h"
+
 namespace cxiosync {
 
 // Where a value came from, for `show`: "runtime", "default", or a file:line.
@@ -53,6 +55,11 @@ struct BoostBudget {
   bool operator==(const BoostBudget&) const = default;
 };
 
+// tenant_sync: how a sync from inside a tenant is treated when the throttled dirtier is in the
+// same tenant. Self: like a self-sync (no boost: a tenant cannot lift its own limits by syncing
+// from a sibling cgroup it also owns). Foreign: like any other foreign sync.
+enum class TenantSync { Self, Foreign };
+
 // The per-cgroup policy after layering and inheritance: every field has a value and a source.
 // Obtain it from PolicyResolver::resolve() (policy/config/resolver.h), which fills every field
 // from the shipped defaults at the root; a default-constructed EffectivePolicy is NOT the
@@ -63,6 +70,13 @@ struct EffectivePolicy {
   Sourced<BoostCeiling> boostCeiling;
   Sourced<std::chrono::seconds> maxBoost;
   Sourced<BoostBudget> boostBudget;
+  // `tenant`: this very cgroup is a tenant boundary. NOT inherited: it marks a subtree root.
+  // Default: on for systemd's per-user managers (/user.slice/user-UID.slice/user@UID.service).
+  Sourced<bool> tenant;
+  // tenant_sync: inherited like the other knobs; the planner reads it at the tenant root.
+  Sourced<TenantSync> tenantSync;
+  // The nearest ancestor-or-self whose `tenant` is on: the tenant this cgroup belongs to.
+  std::optional<CgroupPath> tenantRoot;
 };
 
 // A partial per-cgroup policy as one layer (built-in defaults, YAML, drop-ins, runtime) states
@@ -74,9 +88,12 @@ struct PolicySettings {
   std::optional<Sourced<BoostCeiling>> boostCeiling;
   std::optional<Sourced<std::chrono::seconds>> maxBoost;
   std::optional<Sourced<BoostBudget>> boostBudget;
+  std::optional<Sourced<bool>> tenant;  // not inherited (see EffectivePolicy::tenant)
+  std::optional<Sourced<TenantSync>> tenantSync;
 
   bool empty() const {
-    return !syncIsolation && !boost && !boostCeiling && !maxBoost && !boostBudget;
+    return !syncIsolation && !boost && !boostCeiling && !maxBoost && !boostBudget && !tenant &&
+           !tenantSync;
   }
   // Every knob set in `higher` replaces the one here; knobs `higher` leaves unset are kept.
   void overlay(const PolicySettings& higher) {
@@ -85,6 +102,8 @@ struct PolicySettings {
     if (higher.boostCeiling) boostCeiling = higher.boostCeiling;
     if (higher.maxBoost) maxBoost = higher.maxBoost;
     if (higher.boostBudget) boostBudget = higher.boostBudget;
+    if (higher.tenant) tenant = higher.tenant;
+    if (higher.tenantSync) tenantSync = higher.tenantSync;
   }
   bool operator==(const PolicySettings&) const = default;
 };

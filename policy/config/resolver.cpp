@@ -42,9 +42,25 @@ const PolicySettings& PolicyResolver::explicitSettings(const CgroupPath& cgroup)
   return it == merged_.end() ? emptySettings() : it->second;
 }
 
+// `tenant` of exactly this cgroup: its own setting in any layer, else the built-in rule.
+Sourced<bool> PolicyResolver::tenantAt(const CgroupPath& cgroup) const {
+  auto it = merged_.find(cgroup.relative());
+  if (it != merged_.end() && it->second.tenant) return *it->second.tenant;
+  return Sourced<bool>{isBuiltinTenant(cgroup), ValueSource::builtin()};
+}
+
 EffectivePolicy PolicyResolver::resolve(const CgroupPath& cgroup) const {
   EffectivePolicy out;
+  out.tenant = tenantAt(cgroup);
+  for (CgroupPath p = cgroup;; p = p.parent()) {
+    if (p == cgroup ? out.tenant.value : tenantAt(p).value) {
+      out.tenantRoot = p;
+      break;
+    }
+    if (p.isRoot()) break;
+  }
   bool iso = false, boost = false, ceiling = false, maxBoost = false, budget = false;
+  bool tenantSync = false;
   std::string_view rel = cgroup.relative();
   for (;;) {
     auto it = merged_.find(rel);
@@ -55,7 +71,8 @@ EffectivePolicy PolicyResolver::resolve(const CgroupPath& cgroup) const {
       fill(out.boostCeiling, ceiling, s.boostCeiling);
       fill(out.maxBoost, maxBoost, s.maxBoost);
       fill(out.boostBudget, budget, s.boostBudget);
-      if (iso && boost && ceiling && maxBoost && budget) break;
+      fill(out.tenantSync, tenantSync, s.tenantSync);
+      if (iso && boost && ceiling && maxBoost && budget && tenantSync) break;
     }
     if (rel.empty()) break;
     auto slash = rel.rfind('/');

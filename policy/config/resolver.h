@@ -40,6 +40,9 @@ class PolicyResolver {
   // For `show`: which knobs are set here vs inherited.
   const PolicySettings& explicitSettings(const CgroupPath& cgroup) const;
 
+  // `tenant` of exactly this cgroup (not inherited): its own setting, else isBuiltinTenant().
+  Sourced<bool> tenantAt(const CgroupPath& cgroup) const;
+
   // Every cgroup any layer mentions, with its merged explicit settings.
   const std::map<std::string, PolicySettings, std::less<>>& table() const { return merged_; }
 

@@ -302,6 +302,13 @@ Result<DetectorKind> parseDetector(std::string_view text) {
   return invalid(text, "auto, tracefs or procfs");
 }
 
+Result<TenantSync> parseTenantSync(std::string_view text) {
+  std::string_view s = trim(text);
+  if (iequals(s, "self")) return TenantSync::Self;
+  if (iequals(s, "foreign")) return TenantSync::Foreign;
+  return invalid(text, "self or foreign");
+}
+
 Result<std::chrono::milliseconds> parsePollInterval(std::string_view text) {
   auto ms = parseTimespanMs(text, 1);
   if (!ms) return ms.error();
@@ -362,6 +369,10 @@ std::string formatDetector(DetectorKind value) {
   return "auto";
 }
 
+std::string formatTenantSync(TenantSync value) {
+  return value == TenantSync::Foreign ? "foreign" : "self";
+}
+
 std::string formatMilliseconds(std::chrono::milliseconds value) {
   return std::to_string(value.count()) + "ms";
 }
@@ -388,10 +399,18 @@ Status setPolicyKnob(PolicySettings& settings, std::string_view knob, std::strin
     auto v = parseBoostBudget(value);
     if (!v) return v.error();
     settings.boostBudget = Sourced<BoostBudget>{*v, source};
+  } else if (knob == kKnobTenant) {
+    auto v = parseBoolean(value);
+    if (!v) return v.error();
+    settings.tenant = Sourced<bool>{*v, source};
+  } else if (knob == kKnobTenantSync) {
+    auto v = parseTenantSync(value);
+    if (!v) return v.error();
+    settings.tenantSync = Sourced<TenantSync>{*v, source};
   } else {
     return makeError("unknown policy knob " + quoteForMessage(knob) +
-                     " (expected sync_isolation, boost, boost_ceiling, max_boost_seconds or "
-                     "boost_budget)");
+                     " (expected sync_isolation, boost, boost_ceiling, max_boost_seconds, "
+                     "boost_budget, tenant or tenant_sync)");
   }
   return Ok{};
 }
@@ -404,6 +423,8 @@ std::vector<KnobView> describePolicy(const EffectivePolicy& p) {
        p.boostCeiling.source.describe()},
       {kKnobMaxBoostSeconds, formatSeconds(p.maxBoost.value), p.maxBoost.source.describe()},
       {kKnobBoostBudget, formatBoostBudget(p.boostBudget.value), p.boostBudget.source.describe()},
+      {kKnobTenant, formatBoolean(p.tenant.value), p.tenant.source.describe()},
+      {kKnobTenantSync, formatTenantSync(p.tenantSync.value), p.tenantSync.source.describe()},
   };
 }
 

@@ -60,6 +60,9 @@ Result<BoostBudget> parseBoostBudget(std::string_view text);
 Result<uint32_t> parseBudgetPercent(std::string_view text);  // "25" or "25%"
 Result<std::chrono::seconds> parseBudgetWindow(std::string_view text);
 
+// tenant_sync / TenantSync=: "self" | "foreign" (case-insensitive).
+Result<TenantSync> parseTenantSync(std::string_view text);
+
 // "auto" | "tracefs" | "procfs".
 Result<DetectorKind> parseDetector(std::string_view text);
 
@@ -77,6 +80,7 @@ std::string formatBoostCeiling(const BoostCeiling& value);  // bytes/s as a plai
 std::string formatSeconds(std::chrono::seconds value);
 std::string formatBoostBudget(const BoostBudget& value);
 std::string formatDetector(DetectorKind value);
+std::string formatTenantSync(TenantSync value);  // "self" / "foreign"
 std::string formatMilliseconds(std::chrono::milliseconds value);
 
 // The per-cgroup knob names used by YAML and runtime settings.
@@ -85,6 +89,8 @@ inline constexpr std::string_view kKnobBoost = "boost";
 inline constexpr std::string_view kKnobBoostCeiling = "boost_ceiling";
 inline constexpr std::string_view kKnobMaxBoostSeconds = "max_boost_seconds";
 inline constexpr std::string_view kKnobBoostBudget = "boost_budget";
+inline constexpr std::string_view kKnobTenant = "tenant";
+inline constexpr std::string_view kKnobTenantSync = "tenant_sync";
 
 // Sets one per-cgroup knob from text (runtime settings: `cxiosyncctl set CG boost deny`).
 // Unknown knob names and bad values are errors; `settings` is unchanged on error.

@@ -156,9 +156,15 @@ Status parseCgroupEntry(const Locator& loc, PolicySettings& settings, const YAML
         }
         if (name == kKnobBoostBudget)
           return parseBudgetNode(loc, settings.boostBudget, key, value, sub);
+        if (name == kKnobTenant) {
+          return setSourced(loc, settings.tenant, key, value, sub, parseBoolean);
+        }
+        if (name == kKnobTenantSync) {
+          return setSourced(loc, settings.tenantSync, key, value, sub, parseTenantSync);
+        }
         return loc.at(key.Mark(), sub,
                       "unknown key (expected sync_isolation, boost, boost_ceiling, "
-                      "max_boost_seconds or boost_budget)");
+                      "max_boost_seconds, boost_budget, tenant or tenant_sync)");
       });
 }
 

@@ -2,6 +2,7 @@
 #include "policy/planner/planner.h"
 
 #include <algorithm>
+#include <deque>
 #include <string_view>
 #include <tuple>
 
@@ -22,12 +23,9 @@ struct Knobs {
   BoostCeiling ceiling;
   seconds maxBoost{0};
   BoostBudget budget;
+  TenantSync tenantSync = TenantSync::Self;
+  int32_t tenantCg = -1;  // index of the tenant root in the step's cgroups, -1: in no tenant
 };
-
-Knobs knobsOf(const EffectivePolicy& p) {
-  return Knobs{p.syncIsolation.value, p.boost.value == BoostPermission::Allow, p.boostCeiling.value,
-               p.maxBoost.value, p.boostBudget.value};
-}
 
 // Calls f(prefix) for the root, every ancestor and `rel` itself, root first.
 template <class F>
@@ -86,10 +84,14 @@ constexpr nanoseconds kMinWakeup = std::chrono::milliseconds(10);
 
 nanoseconds PlannerState::usedWithin(const CgroupPath& cgroup, TimePoint now,
                                      seconds window) const {
-  auto it = usage.find(cgroup);
-  if (it == usage.end()) return nanoseconds(0);
   const TimePoint from = now - window;
   nanoseconds used(0);
+  if (historyLostAt) {
+    const TimePoint e = std::min(*historyLostAt, now);
+    if (e > from) used += e - from;
+  }
+  auto it = usage.find(cgroup);
+  if (it == usage.end()) return used;
   for (const Interval& iv : it->second.closed) {
     TimePoint b = std::max(iv.begin, from);
     TimePoint e = std::min(iv.end, now);
@@ -104,25 +106,32 @@ nanoseconds PlannerState::usedWithin(const CgroupPath& cgroup, TimePoint now,
 
 TimePoint PlannerState::budgetFreesAt(const CgroupPath& cgroup, TimePoint now, seconds window,
                                       nanoseconds allowed) const {
-  auto it = usage.find(cgroup);
-  if (it == usage.end()) return now;
-  const HolderUsage& u = it->second;
   const nanoseconds used = usedWithin(cgroup, now, window);
   if (used < allowed) return now;
-  if (u.openSince) return now + (used - allowed) + nanoseconds(1);  // still growing: estimate
+  auto it = usage.find(cgroup);
+  const HolderUsage* u = it == usage.end() ? nullptr : &it->second;
+  if (u && u->openSince) return now + (used - allowed) + nanoseconds(1);  // growing: estimate
   // Slide the window start x forward from now - window; coverage shrinks only while x is
   // inside a closed interval. Find where it first drops below `allowed`.
   nanoseconds excess = used - allowed;
   TimePoint x = now - window;
-  for (const Interval& iv : u.closed) {
-    if (iv.end <= x) continue;
+  std::optional<TimePoint> freesAt;
+  auto slide = [&](const Interval& iv) {
+    if (freesAt || iv.end <= x) return;
     const TimePoint segStart = std::max(iv.begin, x);
     const nanoseconds seg = iv.end - segStart;
-    if (seg > excess) return segStart + excess + nanoseconds(1) + window;
+    if (seg > excess) {
+      freesAt = segStart + excess + nanoseconds(1) + window;
+      return;
+    }
     excess -= seg;
     x = iv.end;
+  };
+  if (historyLostAt) slide(Interval{x, *historyLostAt});
+  if (u) {
+    for (const Interval& iv : u->closed) slide(iv);
   }
-  return x + window;
+  return freesAt ? *freesAt : x + window;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,7 +215,7 @@ struct Planner::Scratch {
   std::vector<Wanter> wanters;
   std::vector<int64_t> served;
   std::vector<int32_t> holderPol;  // index into `knobs`, -1: not looked up yet
-  std::vector<Knobs> knobs;
+  std::deque<Knobs> knobs;  // a deque: holderKnobs() hands out references that must survive growth
   std::vector<std::pair<uint32_t, SyncerId>> spentIdx;        // (lim, syncer id), sorted
   std::vector<std::pair<uint32_t, TimePoint>> activeHolders;  // (cg, earliest start)
   std::vector<SyncerId> present;
@@ -269,6 +278,32 @@ struct Planner::Scratch {
     if (!reported->insert(fp).second) return;
     out.push_back(make());
   }
+  // The planner's view of a cgroup's effective policy, with its tenant root as an index.
+  Knobs knobsOf(const EffectivePolicy& p) const {
+    Knobs k{p.syncIsolation.value,
+            p.boost.value == BoostPermission::Allow,
+            p.boostCeiling.value,
+            p.maxBoost.value,
+            p.boostBudget.value,
+            p.tenantSync.value,
+            -1};
+    if (p.tenantRoot) k.tenantCg = findCg(p.tenantRoot->relative());
+    return k;
+  }
+  // Budgets are kept per tenant: a holder inside a tenant is accounted to its tenant root, any
+  // other holder to itself.
+  uint32_t accountOf(uint32_t holderCg) {
+    const int32_t t = holderKnobs(holderCg).tenantCg;
+    return t >= 0 ? uint32_t(t) : holderCg;
+  }
+  // The syncer and the cgroup that owns the dirty pages are in one tenant whose tenant_sync is
+  // self: the sync is a self-sync.
+  bool sameTenant(const SyncerInfo& si, uint32_t dirtierCg) {
+    const int32_t t = si.pol.tenantCg;
+    if (t < 0 || holderKnobs(dirtierCg).tenantCg != t) return false;
+    return holderKnobs(uint32_t(t)).tenantSync == TenantSync::Self;
+  }
+  std::string sameTenantDetail(const SyncerInfo& si, uint32_t dirtierCg, const Lim& L);
   const IoLimits& ownLimit(SyncerInfo& si, const DevNum& dev);
   bool budgetExhausted(uint32_t cg, bool boostedNow);
 
@@ -436,12 +471,14 @@ void Planner::Scratch::accountBudgets() {
   for (const auto& [key, idx] : activeByCg) {
     const ActiveBoost& b = boost(idx);
     if (b.shutdownLift) continue;
-    if (!activeHolders.empty() && activeHolders.back().first == key.first) {
-      activeHolders.back().second = std::min(activeHolders.back().second, b.started);
-    } else {
-      activeHolders.push_back({key.first, b.started});
-    }
+    activeHolders.push_back({accountOf(key.first), b.started});
   }
+  // One entry per account (its earliest boost): a tenant's boosted time is the time any of its
+  // limits was boosted, not the sum over its limits.
+  std::sort(activeHolders.begin(), activeHolders.end());
+  activeHolders.erase(std::unique(activeHolders.begin(), activeHolders.end(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; }),
+                      activeHolders.end());
   auto& usage = state->usage;
   auto it = usage.begin();
   size_t k = 0;
@@ -487,8 +524,10 @@ void Planner::Scratch::accountBudgets() {
   }
 }
 
-// Whether `cg`'s boost_budget is used up; arms the wakeup for when that changes.
-bool Planner::Scratch::budgetExhausted(uint32_t cg, bool boostedNow) {
+// Whether the boost_budget of holder `holderCg`'s account (its tenant, or itself) is used up;
+// arms the wakeup for when that changes.
+bool Planner::Scratch::budgetExhausted(uint32_t holderCg, bool boostedNow) {
+  const uint32_t cg = accountOf(holderCg);
   const Knobs& k = holderKnobs(cg);
   if (k.budget.percent >= 100 || k.budget.window.count() <= 0) return false;
   const nanoseconds allowed = nanoseconds(k.budget.window) * k.budget.percent / 100;
@@ -803,7 +842,9 @@ Planner::Scratch::Members Planner::Scratch::keepMembers(const Pair& p) {
     auto& info = syncers[size_t(si)];
     if (info.servedStamp == p.stamp) {
       m.changed = true;  // duplicate tid in the record
-    } else if (foreignTo(info, p.lim.cg) && info.pol.isolation) {
+    } else if (foreignTo(info, p.lim.cg) && info.pol.isolation &&
+               !sameTenant(info,
+                           uint32_t(p.lim.dirtier >= 0 ? p.lim.dirtier : int32_t(p.lim.cg)))) {
       info.servedStamp = p.stamp;
       served.push_back(tid);
     } else {
@@ -857,6 +898,11 @@ void Planner::Scratch::evaluate(const Pair& p, uint32_t sIdx, int32_t dirtier, b
     });
     return;
   }
+  const uint32_t dirtierCg = dirtier >= 0 ? uint32_t(dirtier) : L.cg;
+  if (sameTenant(si, dirtierCg)) {
+    say(RefuseReason::SelfSync, [&] { return sameTenantDetail(si, dirtierCg, L); });
+    return;
+  }
   if (!si.pol.isolation) {
     if (si.isolationOffSaid) return;
     si.isolationOffSaid = true;
@@ -896,6 +942,14 @@ void Planner::Scratch::evaluate(const Pair& p, uint32_t sIdx, int32_t dirtier, b
     return;  // cooldown: this sync call already had its boost of this limit
   }
   wanters.push_back({sIdx, proposed, dirtier});
+}
+
+std::string Planner::Scratch::sameTenantDetail(const SyncerInfo& si, uint32_t dirtierCg,
+                                               const Lim& L) {
+  return describeSyncer(*si.s) + " and the dirtier " + path(dirtierCg).display() +
+         " are in one tenant, " + path(uint32_t(si.pol.tenantCg)).display() +
+         " (tenant_sync self)" + ": a sync within a tenant is a self-sync and gets no help with " +
+         path(L.cg).display() + "'s limit on " + L.dev.str();
 }
 
 // The pair's limit raised to the holder's boost_ceiling, as this syncer would have it.
@@ -967,8 +1021,12 @@ void Planner::Scratch::continueBoost(const Pair& p, Members m) {
 }
 
 void Planner::Scratch::refuseOverBudget(const Pair& p) {
-  const Knobs& hk = p.knobs;
-  const nanoseconds used = state->usedWithin(p.holder, now, hk.budget.window);
+  const uint32_t account = accountOf(p.lim.cg);
+  const Knobs& hk = holderKnobs(account);
+  const nanoseconds used = state->usedWithin(path(account), now, hk.budget.window);
+  const std::string who = account == p.lim.cg ? p.holder.display()
+                                              : "tenant " + path(account).display() + " (of " +
+                                                    p.holder.display() + ")";
   for (const auto& w : wanters) {
     SyncerInfo& si = syncers[w.syncer];
     refuse(si.reported, si.id,
@@ -978,8 +1036,8 @@ void Planner::Scratch::refuseOverBudget(const Pair& p) {
                            p.lim.dev,
                            *si.s,
                            RefuseReason::BudgetExhausted,
-                           p.holder.display() + " was boosted " + fmtSeconds(used) +
-                               " of the last " + fmtSeconds(hk.budget.window) + " (boost_budget " +
+                           who + " was boosted " + fmtSeconds(used) + " of the last " +
+                               fmtSeconds(hk.budget.window) + " (boost_budget " +
                                std::to_string(hk.budget.percent) + "%)"};
            });
   }

@@ -37,14 +37,17 @@ struct SyncerId {
   auto operator<=>(const SyncerId&) const = default;
 };
 
-// What the planner remembers between steps. A plain value: copyable, comparable, and lost
-// on daemon restart (the budget then starts afresh; journaled boosts are restored anyway).
+// What the planner remembers between steps. A plain value: copyable, comparable. The daemon
+// keeps `usage` (and historyLostAt) across restarts in <run-dir>/budgets.json
+// (daemon/act/budget_store.h) and hands it to Planner(PlannerState); the rest is per sync call
+// and starts empty.
 struct PlannerState {
   struct Interval {
     TimePoint begin{}, end{};
     bool operator==(const Interval&) const = default;
   };
-  // Budget accounting per boosted cgroup (the holder), across its devices.
+  // Budget accounting per account, across its devices: the tenant root for a limit inside a
+  // tenant (all its limits share one budget), else the boosted cgroup (the holder) itself.
   struct HolderUsage {
     std::vector<Interval> closed;        // past boosted time, oldest first
     std::optional<TimePoint> openSince;  // boosted now, since
@@ -52,6 +55,10 @@ struct PlannerState {
     bool operator==(const HolderUsage&) const = default;
   };
   std::map<CgroupPath, HolderUsage> usage;
+  // The budget history could not be read at this time (budgets.json unreadable): every
+  // account counts as boosted for all of its window before it. A lost history must not turn
+  // into a fresh budget.
+  std::optional<TimePoint> historyLostAt;
 
   struct PairKey {
     CgroupPath cgroup;
@@ -68,7 +75,7 @@ struct PlannerState {
 
   bool operator==(const PlannerState&) const = default;
 
-  // Seconds `cgroup` was boosted within [now - window, now].
+  // Seconds account `cgroup` was boosted within [now - window, now].
   std::chrono::nanoseconds usedWithin(const CgroupPath& cgroup, TimePoint now,
                                       std::chrono::seconds window) const;
   // When `cgroup`'s use within the sliding window first drops below `allowed` (now if it is

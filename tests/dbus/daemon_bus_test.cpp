@@ -254,6 +254,31 @@ TEST_F(RealDaemon, IsolatePersistsSurvivesRestartShowsRuntimeAndResets) {
   EXPECT_NE(show("/cg2").find(yamlSource), std::string::npos) << "reset is persistent too";
 }
 
+// `cxiosyncctl tenant` through the real daemon (issue 15): stored like the other knobs, shown on
+// the cgroup itself only, and the built-in user@UID.service boundary shows as the default.
+TEST_F(RealDaemon, TenantIsStoredShownOnItsCgroupOnlyAndDefaultsForUserManagers) {
+  fs::create_directories(tmp_ / "cg/cg1/inner");
+  fs::create_directories(tmp_ / "cg/user.slice/user-1000.slice/user@1000.service/app.slice");
+  startDaemon();
+  auto r = ctl({"tenant", "/cg1", "on", "--json=short"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("knob":"tenant","value":"on")"), std::string::npos) << r.out;
+  EXPECT_NE(show("/cg1").find(R"("tenant":{"value":"on","source":"runtime"})"), std::string::npos)
+      << show("/cg1");
+  EXPECT_NE(show("/cg1/inner").find(R"("tenant":{"value":"off","source":"default"})"),
+            std::string::npos)
+      << show("/cg1/inner");
+  EXPECT_NE(stateFile().find("\"tenant\": \"on\""), std::string::npos) << stateFile();
+  const std::string user = "/user.slice/user-1000.slice/user@1000.service";
+  EXPECT_NE(show(user).find(R"("tenant":{"value":"on","source":"default"})"), std::string::npos)
+      << show(user);
+  ASSERT_EQ(ctl({"tenant", user, "off", "--runtime"}).rc, 0);
+  EXPECT_NE(show(user).find(R"("tenant":{"value":"off","source":"runtime"})"), std::string::npos)
+      << show(user);
+  EXPECT_EQ(ctl({"tenant", "/cg1", "perhaps"}).rc, 2);
+  EXPECT_EQ(ctl({"tenant", "/nope", "on"}).rc, 1);
+}
+
 TEST_F(RealDaemon, RuntimeChangesStayInTheRunDir) {
   startDaemon();
   ASSERT_EQ(ctl({"isolate", "/cg2", "on", "--runtime"}).rc, 0);

@@ -227,6 +227,7 @@ TEST_F(DbusServer, JsonOutputOfEveryVerbParsesAndIsStable) {
                              {"isolate", {"isolate", "backup.slice", "on", "--runtime"}},
                              {"boost", {"boost", "/backup.slice", "deny"}},
                              {"ceiling", {"ceiling", "/backup.slice", "10Mi"}},
+                             {"tenant", {"tenant", "/backup.slice", "on"}},
                              {"reset", {"reset", "/backup.slice"}},
                              {"reload", {"reload"}}};
   const bool update = std::getenv("CXIOSYNC_UPDATE_GOLDEN") != nullptr;
@@ -290,6 +291,7 @@ TEST_F(DbusServer, HumanOutputOfEveryVerbIsStable) {
                              {"isolate", {"isolate", "backup.slice", "on", "--runtime"}},
                              {"boost", {"boost", "/backup.slice", "deny"}},
                              {"ceiling", {"ceiling", "/backup.slice", "10Mi"}},
+                             {"tenant", {"tenant", "/backup.slice", "on"}},
                              {"reset", {"reset", "/backup.slice"}},
                              {"reload", {"reload"}}};
   const bool update = std::getenv("CXIOSYNC_UPDATE_GOLDEN") != nullptr;
@@ -344,6 +346,41 @@ TEST_F(DbusServer, ChangesApplyAndShowTheirSource) {
   j = ctl({"show", "/a.slice/a-b.slice", "--json=short"}).out;
   EXPECT_NE(j.find(R"("sync_isolation":{"value":"on","source":"default"})"), std::string::npos)
       << j;
+}
+
+// `cxiosyncctl tenant` and SetTenant (issue 15): a tenant boundary is this cgroup's only (not
+// inherited), shows up in `show`, and takes the runtime option like the other changes.
+TEST_F(DbusServer, TenantVerbAndMethod) {
+  if (realDaemon()) GTEST_SKIP() << "fake tree";
+  using Opts = std::map<std::string, sdbus::Variant>;
+  auto r = ctl({"tenant", "a-b.slice", "on", "--runtime", "--json=short"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("knob":"tenant","value":"on","runtime":true)"), std::string::npos)
+      << r.out;
+  auto j = ctl({"show", "/a.slice/a-b.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("tenant":{"value":"on","source":"runtime"})"), std::string::npos) << j;
+  EXPECT_NE(j.find(R"("tenant_sync":{"value":"self","source":"default"})"), std::string::npos) << j;
+  j = ctl({"show", "/a.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("tenant":{"value":"off","source":"default"})"), std::string::npos) << j;
+  auto h = ctl({"tenant", "/a.slice/a-b.slice", "off"});
+  EXPECT_EQ(h.rc, 0) << h.err;
+  EXPECT_EQ(h.out, "Set tenant=off on /a.slice/a-b.slice.\n");
+  j = ctl({"show", "/a.slice/a-b.slice", "--json=short"}).out;
+  EXPECT_NE(j.find(R"("tenant":{"value":"off","source":"runtime"})"), std::string::npos) << j;
+
+  const std::string before = state();
+  EXPECT_EQ(ctl({"tenant", "/backup.slice", "maybe"}).rc, 2);
+  EXPECT_EQ(ctl({"tenant", "/backup.slice"}).rc, 2);
+  EXPECT_EQ(ctl({"tenant", "/nope.slice", "on"}).rc, 1);
+  EXPECT_EQ(rawCall("SetTenant", std::string("../etc"), true, Opts{}),
+            "org.cxiosync1.Error.InvalidArgument");
+  EXPECT_EQ(rawCall("SetTenant", std::string("/nope.slice"), true, Opts{}),
+            "org.cxiosync1.Error.NoSuchCgroup");
+  EXPECT_EQ(rawCall("SetTenant", std::string("/backup.slice"), true,
+                    Opts{{"bogus", sdbus::Variant(true)}}),
+            "org.cxiosync1.Error.InvalidArgument");
+  EXPECT_EQ(state(), before);
+  EXPECT_EQ(ctl({"reset", "/a.slice/a-b.slice"}).rc, 0);
 }
 
 // Bad input of every kind: the right error name, and nothing changed.
@@ -535,6 +572,10 @@ TEST_F(DbusAuth, NoPolkitMeansRootOnly) {
 TEST_F(DbusAuth, PolkitDenies) {
   serve("deny");
   const std::string before = state();
+  EXPECT_EQ(ctl({"tenant", "/backup.slice", "on"}).rc, 4);
+  EXPECT_EQ(rawCall("SetTenant", std::string("/backup.slice"), true,
+                    std::map<std::string, sdbus::Variant>{}),
+            "org.cxiosync1.Error.AccessDenied");
   EXPECT_EQ(ctl({"boost", "/backup.slice", "deny"}).rc, 4);
   EXPECT_EQ(ctl({"reset", "/backup.slice"}).rc, 4);
   EXPECT_EQ(state(), before);

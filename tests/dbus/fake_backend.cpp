@@ -93,6 +93,9 @@ CgroupInfo FakeBackend::info(const CgroupPath& path) const {
     if (r.boost) p.boost = *r.boost;
     if (r.boostCeiling) p.boostCeiling = *r.boostCeiling;
   }
+  p.tenant = {false, def()};
+  p.tenantSync = {TenantSync::Self, def()};
+  if (const auto& t = tree_.at(path).runtime.tenant) p.tenant = *t;  // not inherited
   c.policy = p;
   return c;
 }
@@ -177,6 +180,14 @@ Status FakeBackend::setIsolation(const CgroupPath& cgroup, bool on, const Change
   if (auto s = check(cgroup); !s) return s;
   tree_[cgroup].runtime.syncIsolation =
       Sourced<bool>{on, ValueSource{ValueSource::Kind::Runtime, {}, 0}};
+  lastOptions = opt;
+  ++mutations;
+  return Ok{};
+}
+
+Status FakeBackend::setTenant(const CgroupPath& cgroup, bool on, const ChangeOptions& opt) {
+  if (auto s = check(cgroup); !s) return s;
+  tree_[cgroup].runtime.tenant = Sourced<bool>{on, ValueSource{ValueSource::Kind::Runtime, {}, 0}};
   lastOptions = opt;
   ++mutations;
   return Ok{};

@@ -25,6 +25,7 @@ class FakeBackend : public ManagerBackend {
   std::string metrics() override;
 
   Status setIsolation(const CgroupPath& cgroup, bool on, const ChangeOptions& opt) override;
+  Status setTenant(const CgroupPath& cgroup, bool on, const ChangeOptions& opt) override;
   Status setBoostPolicy(const CgroupPath& cgroup, BoostPermission permission,
                         const ChangeOptions& opt) override;
   Status setBoostCeiling(const CgroupPath& cgroup, BoostCeiling ceiling,

@@ -156,13 +156,13 @@ TEST(DropInErrors, ExactFileLine) {
   EXPECT_EQ(err("[X-CxIOSync]\n\nSyncIsolaton=on\n"),
             std::string(kFile) +
                 ":3: [X-CxIOSync] SyncIsolaton: unknown key (expected "
-                "SyncIsolation, Boost, BoostCeiling, MaxBoostSec or "
-                "BoostBudget)");
+                "SyncIsolation, Boost, BoostCeiling, MaxBoostSec, BoostBudget, "
+                "Tenant or TenantSync)");
   EXPECT_EQ(err("[X-CxIOSync]\nsyncisolation=on\n"),
             std::string(kFile) +
                 ":2: [X-CxIOSync] syncisolation: unknown key (expected "
-                "SyncIsolation, Boost, BoostCeiling, MaxBoostSec or "
-                "BoostBudget)");
+                "SyncIsolation, Boost, BoostCeiling, MaxBoostSec, BoostBudget, "
+                "Tenant or TenantSync)");
   EXPECT_EQ(err("[X-CxIOSync]\nBoost allow\n"),
             std::string(kFile) + ":2: missing '=' in 'Boost allow' (expected Key=value)");
   EXPECT_EQ(err("[Unit]\n[X-CxIOSync\nBoost=allow\n"),

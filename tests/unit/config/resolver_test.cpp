@@ -176,7 +176,7 @@ TEST(Describe, PolicyAndGlobalsForShow) {
   l.yaml[cg("/a")] = knob("boost_ceiling", "10M", ValueSource::yaml("c.yaml", 7));
   PolicyResolver r(l);
   auto v = describePolicy(r.resolve(cg("/a/b")));
-  ASSERT_EQ(v.size(), 5u);
+  ASSERT_EQ(v.size(), 7u);  // + tenant, tenant_sync
   EXPECT_EQ(v[0].name, "sync_isolation");
   EXPECT_EQ(v[0].value, "on");
   EXPECT_EQ(v[0].source, "default");

@@ -204,7 +204,7 @@ TEST(SetPolicyKnob, RuntimeSettingsUseTheSameParsers) {
   EXPECT_EQ(s.boost->value, before);
   EXPECT_EQ(setPolicyKnob(s, "isolate", "on", ValueSource::runtime()).error().message,
             "unknown policy knob 'isolate' (expected sync_isolation, boost, boost_ceiling, "
-            "max_boost_seconds or boost_budget)");
+            "max_boost_seconds, boost_budget, tenant or tenant_sync)");
 }
 
 TEST(ValueSourceDescribe, AllKinds) {

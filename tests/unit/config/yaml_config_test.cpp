@@ -136,7 +136,8 @@ TEST(YamlConfigErrors, UnknownGlobalKey) {
 TEST(YamlConfigErrors, UnknownCgroupKey) {
   EXPECT_EQ(err("cgroups:\n  /system.slice:\n    isolation: on\n"),
             "/etc/cxiosync/cxiosync.yaml:3:5: cgroups./system.slice.isolation: unknown key "
-            "(expected sync_isolation, boost, boost_ceiling, max_boost_seconds or boost_budget)");
+            "(expected sync_isolation, boost, boost_ceiling, max_boost_seconds, boost_budget, "
+            "tenant or tenant_sync)");
 }
 
 TEST(YamlConfigErrors, BadValuesPointAtTheValue) {

@@ -31,13 +31,17 @@ TEST(Wire, PolicyRowsInIdlOrder) {
   p.boostCeiling.value = BoostCeiling{BoostCeiling::Kind::Bytes, 1000};
   p.maxBoost.value = std::chrono::seconds(30);
   p.boostBudget.value = BoostBudget{25, std::chrono::seconds(120)};
+  p.tenant.value = true;
+  p.tenantSync.value = TenantSync::Foreign;
   auto rows = wire::policyRows(p);
-  ASSERT_EQ(rows.size(), 5u);
+  ASSERT_EQ(rows.size(), 7u);
   EXPECT_EQ(rows[0].knob + "=" + rows[0].value, "sync_isolation=on");
   EXPECT_EQ(rows[1].knob + "=" + rows[1].value, "boost=deny");
   EXPECT_EQ(rows[2].knob + "=" + rows[2].value, "boost_ceiling=1000");
   EXPECT_EQ(rows[3].knob + "=" + rows[3].value, "max_boost_seconds=30");
   EXPECT_EQ(rows[4].knob + "=" + rows[4].value, "boost_budget=25%/120s");
+  EXPECT_EQ(rows[5].knob + "=" + rows[5].value, "tenant=on");
+  EXPECT_EQ(rows[6].knob + "=" + rows[6].value, "tenant_sync=foreign");
 }
 
 TEST(Wire, CgroupRoundTrip) {

@@ -163,11 +163,23 @@ struct World {
     if (it == policies.end()) it = policies.emplace(p, lookup(p)).first;
     return it->second;
   }
+  // Marks `path` a tenant root. Descendants created after this inherit the tenant (lookup()
+  // copies the nearest ancestor's policy), but `tenant` itself is this cgroup's alone.
+  void tenant(std::string_view path, TenantSync sync = TenantSync::Self) {
+    addCgroup(path);
+    EffectivePolicy& p = policy(path);
+    p.tenant.value = true;
+    p.tenantRoot = cg(path);
+    p.tenantSync.value = sync;
+  }
   EffectivePolicy lookup(const CgroupPath& p) const {
     auto chain = p.ancestorsAndSelf();
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       auto f = policies.find(*it);
-      if (f != policies.end()) return f->second;
+      if (f == policies.end()) continue;
+      EffectivePolicy out = f->second;
+      if (*it != p) out.tenant.value = false;  // a boundary marks its own cgroup only
+      return out;
     }
     return defaultPolicy();
   }

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "daemon/act/budget_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "daemon/kernel/fs.h"
+#include "policy/json.h"
+
+namespace cxiosync {
+namespace {
+
+constexpr int64_t kMaxUsec = std::numeric_limits<int64_t>::max() / 1000;  // TimePoint is ns
+
+int64_t usecOf(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+std::optional<TimePoint> timeFrom(const Json& v) {
+  if (!v.is_number_integer()) return std::nullopt;
+  const int64_t usec = v.get<int64_t>();
+  if (usec > kMaxUsec || usec < -kMaxUsec) return std::nullopt;
+  return TimePoint(std::chrono::microseconds(usec));
+}
+
+std::optional<TimePoint> timeMember(const Json& obj, const char* key, bool& bad) {
+  const Json* v = jsonMember(obj, key);
+  if (!v || v->is_null()) return std::nullopt;
+  auto t = timeFrom(*v);
+  if (!t) bad = true;
+  return t;
+}
+
+Json accountToJson(const CgroupPath& cgroup, const PlannerState::HolderUsage& u, bool lastSeen) {
+  Json j = Json::object();
+  j["cgroup"] = jsonBytes(cgroup.display());
+  Json iv = Json::array();
+  for (const auto& i : u.closed) iv.push_back(Json::array({usecOf(i.begin), usecOf(i.end)}));
+  j["boosted_mono_usec"] = std::move(iv);
+  if (u.openSince) j["open_since_mono_usec"] = usecOf(*u.openSince);
+  if (lastSeen) j["last_seen_mono_usec"] = usecOf(u.lastSeenActive);
+  return j;
+}
+
+Result<std::pair<CgroupPath, PlannerState::HolderUsage>> accountFromJson(const Json& j) {
+  if (!j.is_object()) return makeError("an account record must be an object");
+  auto text = jsonByteString(j, "cgroup");
+  if (!text) return makeError("\"cgroup\" must be a string");
+  auto path = CgroupPath::parse(*text);
+  if (!path) return makeError("bad \"cgroup\": " + path.error().message);
+  PlannerState::HolderUsage u;
+  const Json* iv = jsonMember(j, "boosted_mono_usec");
+  if (iv && !iv->is_array()) return makeError("\"boosted_mono_usec\" must be an array");
+  if (iv) {
+    for (const Json& pair : *iv) {
+      std::optional<TimePoint> b, e;
+      if (pair.is_array() && pair.size() == 2) {
+        b = timeFrom(pair[0]);
+        e = timeFrom(pair[1]);
+      }
+      if (!b || !e || *e < *b) return makeError("\"boosted_mono_usec\" holds a bad interval");
+      u.closed.push_back({*b, *e});
+    }
+  }
+  bool bad = false;
+  u.openSince = timeMember(j, "open_since_mono_usec", bad);
+  if (auto seen = timeMember(j, "last_seen_mono_usec", bad)) u.lastSeenActive = *seen;
+  if (bad) return makeError("a bad time in \"open_since_mono_usec\" or \"last_seen_mono_usec\"");
+  std::sort(u.closed.begin(), u.closed.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  return std::pair{std::move(path.value()), std::move(u)};
+}
+
+// The whole file without the last_seen times: what must be written again when it changes.
+std::string stateKey(const PlannerState& state) {
+  std::string key;
+  for (const auto& [cg, u] : state.usage) key += jsonDump(accountToJson(cg, u, false)) + "\n";
+  if (state.historyLostAt) key += std::to_string(usecOf(*state.historyLostAt));
+  return key;
+}
+
+}  // namespace
+
+std::string serializeBudgets(const BudgetUsage& usage, std::optional<TimePoint> historyLostAt) {
+  std::string out = "{\"version\":" + std::to_string(kBudgetsVersion);
+  if (historyLostAt) out += ",\"history_lost_mono_usec\":" + std::to_string(usecOf(*historyLostAt));
+  out += ",\"accounts\":[";
+  bool first = true;
+  for (const auto& [cg, u] : usage) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += jsonDump(accountToJson(cg, u, true));
+  }
+  out += "]}\n";
+  return out;
+}
+
+ParsedBudgets parseBudgets(std::string_view text) {
+  ParsedBudgets out;
+  auto doc = jsonParse(text);
+  const Json* accounts = doc ? jsonMember(doc.value(), "accounts") : nullptr;
+  if (!accounts || !accounts->is_array()) {
+    out.unreadable = true;
+    out.problems.push_back(doc ? std::string("no \"accounts\" array") : doc.error().message);
+    return out;
+  }
+  const uint64_t version = jsonUint(doc.value(), "version").value_or(0);
+  if (version > static_cast<uint64_t>(kBudgetsVersion)) {
+    out.problems.push_back("version " + std::to_string(version) + " is newer than this daemon's " +
+                           std::to_string(kBudgetsVersion) + "; read for what is understood");
+  }
+  if (const Json* lost = jsonMember(doc.value(), "history_lost_mono_usec")) {
+    out.historyLostAt = timeFrom(*lost);
+    if (!out.historyLostAt) {
+      out.unreadable = true;
+      out.problems.push_back("bad \"history_lost_mono_usec\"");
+    }
+  }
+  for (const Json& rec : *accounts) {
+    auto a = accountFromJson(rec);
+    if (a) {
+      out.usage.insert_or_assign(std::move(a.value().first), std::move(a.value().second));
+      continue;
+    }
+    std::optional<CgroupPath> cg;
+    if (auto t = jsonByteString(rec, "cgroup")) {
+      if (auto p = CgroupPath::parse(*t)) cg = p.value();
+    }
+    out.problems.push_back((cg ? cg->display() + ": " : std::string("an account: ")) +
+                           a.error().message);
+    if (cg) {
+      out.unreadableAccounts.push_back(*cg);
+    } else {
+      out.unreadable = true;  // whose budget it was is unknown: every account is suspect
+    }
+  }
+  return out;
+}
+
+void applyLoadedBudgets(const ParsedBudgets& parsed, TimePoint now, PlannerState& state) {
+  state.usage = parsed.usage;
+  // An open interval whose end was never written: assume it lasted until now.
+  for (auto& [cg, u] : state.usage) {
+    if (u.openSince && u.lastSeenActive < *u.openSince) u.lastSeenActive = now;
+  }
+  state.historyLostAt = parsed.historyLostAt;
+  if (parsed.unreadable) state.historyLostAt = now;
+  // An account whose record cannot be read: boosted for the longest window there is.
+  const TimePoint since = now - std::chrono::seconds(86400);
+  for (const CgroupPath& cg : parsed.unreadableAccounts) {
+    auto& u = state.usage[cg];
+    u.closed.clear();
+    u.openSince.reset();
+    u.closed.push_back({since, now});
+  }
+}
+
+BudgetStore::BudgetStore(std::string runDir) : path_(std::move(runDir) + "/" + kBudgetsFile) {}
+
+Result<ParsedBudgets> BudgetStore::load() {
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return ParsedBudgets{};
+    fileExists_ = true;
+    return makeError("open " + path_ + ": " + strerror(errno), errno);
+  }
+  fileExists_ = true;
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || text.size() > (16u << 20)) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      if (n < 0) return makeError("read " + path_ + ": " + strerror(err), err);
+      if (n > 0) return makeError(path_ + ": larger than 16 MiB", EFBIG);
+      break;
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return parseBudgets(text);
+}
+
+Result<bool> BudgetStore::saveIfChanged(const PlannerState& state, TimePoint now,
+                                        std::chrono::nanoseconds openRefresh) {
+  std::string key = stateKey(state);
+  bool anyOpen = false;
+  for (const auto& [cg, u] : state.usage) anyOpen |= u.openSince.has_value();
+  const bool stale = anyOpen && now - lastWrite_ >= openRefresh;
+  if (written_ && key == lastKey_ && !stale) return false;
+  if (!written_ && !fileExists_ && state.usage.empty() && !state.historyLostAt) {
+    written_ = true;  // nothing to keep, and nothing written yet: leave /run alone
+    lastKey_ = std::move(key);
+    return false;
+  }
+  if (auto st =
+          writeFileAtomically(path_, serializeBudgets(state.usage, state.historyLostAt), 0600);
+      !st) {
+    return st.error();
+  }
+  written_ = true;
+  lastKey_ = std::move(key);
+  lastWrite_ = now;
+  return true;
+}
+
+Status BudgetStore::saveFinal(const PlannerState& state, TimePoint now) {
+  BudgetUsage usage = state.usage;
+  for (auto& [cg, u] : usage) {
+    if (!u.openSince) continue;
+    if (now > *u.openSince) u.closed.push_back({*u.openSince, now});
+    u.openSince.reset();
+  }
+  return writeFileAtomically(path_, serializeBudgets(usage, state.historyLostAt), 0600);
+}
+
+}  // namespace cxiosync

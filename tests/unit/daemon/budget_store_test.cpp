@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The budget history in <run-dir>/budgets.json (issue 15): it round-trips, survives a daemon
+// restart, and what cannot be read counts as budget spent, never as a fresh budget.
+#include "daemon/act/budget_store.h"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "daemon/core/daemon.h"
+#include "policy/config/defaults.h"
+#include "test_util.h"
+
+namespace cxiosync {
+namespace {
+
+using namespace cxiosync::testing;
+using namespace std::chrono_literals;
+
+TimePoint at(int64_t sec) {
+  return TimePoint(std::chrono::seconds(sec));
+}
+
+BudgetUsage sample() {
+  BudgetUsage u;
+  auto& t = u[cg("/user.slice/user-1000.slice/user@1000.service")];
+  t.closed = {{at(100), at(106)}, {at(110), at(111)}};
+  t.openSince = at(120);
+  t.lastSeenActive = at(125);
+  u[cg("/cg1")].closed = {{at(50), at(60)}};
+  return u;
+}
+
+TEST(BudgetStore, RoundTrips) {
+  const BudgetUsage u = sample();
+  ParsedBudgets p = parseBudgets(serializeBudgets(u, at(7)));
+  EXPECT_FALSE(p.unreadable);
+  EXPECT_TRUE(p.problems.empty());
+  EXPECT_EQ(p.usage, u);
+  EXPECT_EQ(p.historyLostAt, at(7));
+}
+
+TEST(BudgetStore, UnknownKeysAndNewerVersionsAreRead) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":9,"future":1,"accounts":[{"cgroup":"/a","boosted_mono_usec":[[1000000,2000000]],"colour":"red"}]})");
+  EXPECT_FALSE(p.unreadable);
+  ASSERT_EQ(p.usage.size(), 1u);
+  EXPECT_EQ(p.usage.at(cg("/a")).closed.size(), 1u);
+  ASSERT_EQ(p.problems.size(), 1u);  // the newer version is said, not refused
+}
+
+TEST(BudgetStore, UnreadableAccountCountsAsSpent) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":1,"accounts":[{"cgroup":"/a","boosted_mono_usec":"soon"},{"cgroup":"/b"}]})");
+  EXPECT_FALSE(p.unreadable);
+  ASSERT_EQ(p.unreadableAccounts.size(), 1u);
+  EXPECT_EQ(p.unreadableAccounts[0], cg("/a"));
+  PlannerState s;
+  applyLoadedBudgets(p, at(1000), s);
+  // /a is boosted for all of any window (up to the longest, a day) before the load.
+  EXPECT_EQ(s.usedWithin(cg("/a"), at(1000), 120s), 120s);
+  EXPECT_EQ(s.usedWithin(cg("/b"), at(1000), 120s), 0s);
+  EXPECT_FALSE(s.historyLostAt);
+}
+
+TEST(BudgetStore, UnreadableFileCountsEveryBudgetAsSpentForOneWindow) {
+  for (const char* text : {"{\"version\":1,\"accounts\":[", "garbage", "{\"version\":1}",
+                           R"({"version":1,"accounts":[{"boosted_mono_usec":[]}]})"}) {
+    ParsedBudgets p = parseBudgets(text);
+    EXPECT_TRUE(p.unreadable) << text;
+    EXPECT_FALSE(p.problems.empty()) << text;
+    PlannerState s;
+    applyLoadedBudgets(p, at(1000), s);
+    ASSERT_TRUE(s.historyLostAt) << text;
+    // Any account: spent now, a 25% budget of 120 s is free again after 90 s.
+    EXPECT_EQ(s.usedWithin(cg("/any"), at(1000), 120s), 120s);
+    EXPECT_EQ(s.budgetFreesAt(cg("/any"), at(1000), 120s, 30s), at(1090) + 1ns);
+    EXPECT_EQ(s.usedWithin(cg("/any"), at(1200), 120s), 0s);
+  }
+}
+
+TEST(BudgetStore, OpenIntervalWithoutAnEndLastsUntilTheLoad) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":1,"accounts":[{"cgroup":"/a","boosted_mono_usec":[],"open_since_mono_usec":990000000}]})");
+  PlannerState s;
+  applyLoadedBudgets(p, at(1000), s);
+  EXPECT_EQ(s.usage.at(cg("/a")).lastSeenActive, at(1000));
+}
+
+TEST(BudgetStore, SavesOnChangeAndRefreshesOpenIntervals) {
+  TempDir run;
+  BudgetStore store(run.path());
+  ASSERT_TRUE(store.load());
+  PlannerState s;
+  EXPECT_FALSE(store.saveIfChanged(s, at(1)).value());  // nothing to keep: no file
+  EXPECT_FALSE(std::filesystem::exists(store.path()));
+  s.usage = sample();
+  EXPECT_TRUE(store.saveIfChanged(s, at(2)).value());
+  EXPECT_FALSE(store.saveIfChanged(s, at(2) + 500ms).value());
+  s.usage.begin()->second.lastSeenActive = at(3);
+  EXPECT_FALSE(store.saveIfChanged(s, at(2) + 900ms).value());  // only last_seen moved
+  EXPECT_TRUE(store.saveIfChanged(s, at(3)).value());           // open: refreshed each second
+  BudgetStore again(run.path());
+  auto loaded = again.load();
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->usage, s.usage);
+  EXPECT_EQ((std::filesystem::status(store.path()).permissions() & std::filesystem::perms::all),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
+TEST(BudgetStore, FinalSaveClosesOpenIntervals) {
+  TempDir run;
+  BudgetStore store(run.path());
+  PlannerState s;
+  s.usage = sample();
+  ASSERT_TRUE(store.saveFinal(s, at(130)));
+  auto loaded = BudgetStore(run.path()).load();
+  ASSERT_TRUE(loaded);
+  const auto& t = loaded->usage.at(cg("/user.slice/user-1000.slice/user@1000.service"));
+  EXPECT_FALSE(t.openSince);
+  ASSERT_EQ(t.closed.size(), 3u);
+  EXPECT_EQ(t.closed.back().begin, at(120));
+  EXPECT_EQ(t.closed.back().end, at(130));
+}
+
+DaemonSettings settingsFor(const TempDir& cgroups, const TempDir& run) {
+  DaemonSettings o;
+  o.cgroupRoot = cgroups.path();
+  o.runDir = run.path();
+  o.tracefsRoot = "/nonexistent";
+  o.detector = DetectorKind::Procfs;
+  o.configPath = "/nonexistent";
+  o.assumeShutdown = ShutdownOverride::No;
+  return o;
+}
+
+// One daemon life: start, a few ticks, SIGTERM (the daemon blocks it and reads it from its
+// signalfd, as under systemd).
+void runDaemonOnce(const TempDir& cgroups, const TempDir& run) {
+  Config config{builtinGlobalSettings(), {}, {}, {}};
+  auto d = Daemon::create(settingsFor(cgroups, run), config);
+  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_TRUE(d.value()->loop().addTimer(30ms, 0ns, [] { ::kill(::getpid(), SIGTERM); }));
+  EXPECT_EQ(d.value()->run(), 0);
+}
+
+TEST(BudgetStore, HistorySurvivesADaemonRestart) {
+  TempDir cgroups, run;
+  std::filesystem::create_directories(cgroups.file("t/a"));
+  // The daemon looks at limited subtrees (and their ancestors): /t is the account of /t/a's
+  // limit. An account whose cgroup it no longer sees takes its history with it.
+  writeFile(cgroups.file("t/a/io.max"), "254:0 wbps=1048576\n");
+  const TimePoint now = std::chrono::steady_clock::now();
+  PlannerState before;
+  auto& t = before.usage[cg("/t")];
+  t.closed = {{now - 20s, now - 10s}};                          // inside the default 120 s window
+  before.usage[cg("/gone")].closed = {{now - 20s, now - 10s}};  // its cgroup no longer exists
+  ASSERT_TRUE(BudgetStore(run.path()).saveFinal(before, now));
+  runDaemonOnce(cgroups, run);
+  auto after = BudgetStore(run.path()).load();
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->usage.count(cg("/t")), 1u) << readFile(run.file("budgets.json"));
+  EXPECT_EQ(after->usage.at(cg("/t")).closed.size(), 1u);
+  EXPECT_EQ(after->usage.count(cg("/gone")), 0u);
+}
+
+TEST(BudgetStore, DamagedHistoryIsKeptAsLostAcrossRestarts) {
+  TempDir cgroups, run;
+  writeFile(run.file("budgets.json"), "{\"version\":1,\"accounts\":[{\"cgr");
+  runDaemonOnce(cgroups, run);
+  auto after = BudgetStore(run.path()).load();
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(after->unreadable);
+  ASSERT_TRUE(after->historyLostAt) << readFile(run.file("budgets.json"));
+  EXPECT_LE(*after->historyLostAt, std::chrono::steady_clock::now());
+}
+
+}  // namespace
+}  // namespace cxiosync
