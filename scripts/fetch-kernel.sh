@@ -51,24 +51,11 @@ for t in apt-get dpkg-deb depmod; do
 	command -v "$t" >/dev/null || { echo "fetch-kernel: $t missing" >&2; exit 1; }
 done
 apt_dir=$cache/apt-$series
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/parts"
-# bookworm-backports is signed with the bookworm key the host already trusts; trixie's
-# packages need no other keyring either, but its libc would not matter for a kernel.
-keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-mirror=${CXIOSYNC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-cat >"$apt_dir/sources.list" <<SRC
-deb [signed-by=$keyring] $mirror bookworm-backports main
-SRC
-apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list"
-	-o "Dir::Etc::sourceparts=$apt_dir/parts"
-	-o "Dir::State::Lists=$apt_dir/lists"
-	-o "Dir::State::status=/dev/null"
-	-o "Dir::Cache=$apt_dir/cache"
-	-o "Dir::Cache::archives=$apt_dir/archives"
-	-o "APT::Architecture=amd64" -o "Debug::NoLocking=1")
-# As root, apt drops to _apt for downloads, which cannot write into our private dirs.
-[ "$(id -u)" = 0 ] && apt_opts+=(-o "APT::Sandbox::User=root")
-mkdir -p "$apt_dir/cache"
+# shellcheck source=scripts/private-apt.inc
+. "$(dirname "$0")/private-apt.inc"
+# bookworm-backports: Debian 13's kernel line, built for bookworm.
+private_apt "$apt_dir" \
+	"deb [signed-by=$private_apt_keyring] $private_apt_mirror bookworm-backports main"
 echo "fetch-kernel: apt-get update (private lists in $apt_dir)" >&2
 apt-get "${apt_opts[@]}" -qq update >&2
 # The newest linux-image-6.12.N+debK-amd64-unsigned: the plain flavour (not -rt or

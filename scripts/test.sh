@@ -21,7 +21,8 @@ bash scripts/install-deps.sh
 
 jobs=$(nproc)
 # Network- and disk-bound set-up runs behind the compiles (about 8 min on a fresh machine:
-# debootstrap and apt in the trixie root, Debian's 6.12 kernel for the VM tier); the steps
+# debootstrap and apt in the trixie root; Debian's 6.12 kernel and node exporter for the VM
+# tier); the steps
 # that use them wait for them below. Both are cached, so later runs finish at once.
 prefetch_dir=$(mktemp -d)
 trap 'rm -rf "$prefetch_dir"' EXIT
@@ -29,6 +30,8 @@ bash scripts/debian13-root.sh --root-only >"$prefetch_dir/root.log" 2>&1 &
 root_pid=$!
 bash scripts/fetch-kernel.sh --series 6.12 >"$prefetch_dir/kernel.log" 2>&1 &
 kernel_pid=$!
+bash scripts/fetch-node-exporter.sh >"$prefetch_dir/node-exporter.log" 2>&1 &
+exporter_pid=$!
 wait_prefetch() { # PID LOG WHAT
   if ! wait "$1"; then
     echo "test.sh: $3 failed:" >&2
@@ -58,9 +61,10 @@ cmake --build --preset default -j"$jobs"
 
 # The tests run only once the background set-up is done: a test beside dpkg's unpacking
 # would have its timings skewed.
-phase "wait for the trixie root and the 6.12 kernel"
+phase "wait for the trixie root, the 6.12 kernel, node exporter"
 wait_prefetch "$root_pid" "$prefetch_dir/root.log" "trixie root"
 wait_prefetch "$kernel_pid" "$prefetch_dir/kernel.log" "6.12 kernel"
+wait_prefetch "$exporter_pid" "$prefetch_dir/node-exporter.log" "node exporter"
 
 phase "ASan/UBSan unit tier"
 ctest --preset asan -L unit -j"$jobs" --timeout 120

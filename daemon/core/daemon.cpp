@@ -377,7 +377,9 @@ void Daemon::tick() {
   }
   // Syncs seen, counted once per sync call.
   std::set<std::pair<int64_t, int64_t>> current;
+  oldestSyncer_.reset();
   for (const auto& sy : s.syncers) {
+    if (!oldestSyncer_ || sy.since < *oldestSyncer_) oldestSyncer_ = sy.since;
     std::pair<int64_t, int64_t> key{sy.tid, usecOf(sy.since)};
     current.insert(key);
     if (!knownSyncers_.count(key)) {
@@ -518,6 +520,8 @@ MetricsSnapshot Daemon::metricsSnapshot(TimePoint now) const {
   m.cgroupsWatched = cgroupsWatched_;
   m.ticks = ticks_;
   m.limitedCgroups = limitedBytes_;
+  if (oldestSyncer_ && now > *oldestSyncer_)
+    m.oldestSyncWaitSeconds = std::chrono::duration<double>(now - *oldestSyncer_).count();
   return m;
 }
 

@@ -86,6 +86,9 @@ std::string formatMetrics(const MetricsSnapshot& m) {
          "Sensing and planning passes: polls (poll_interval_ms; 1 s while tracefs sees "
          "nothing to do), detector wake-ups, deadlines.");
   out += "cxiosync_ticks_total " + std::to_string(m.ticks) + '\n';
+  family(out, "cxiosync_oldest_sync_wait_seconds", "gauge",
+         "How long the longest-waiting sync call the detector knows has been waiting (0: none).");
+  out += "cxiosync_oldest_sync_wait_seconds " + number(m.oldestSyncWaitSeconds) + '\n';
   family(out, "cxiosync_cgroup_dirty_bytes", "gauge",
          "memory.stat file_dirty of cgroups under a finite write limit.");
   for (const auto& c : m.limitedCgroups)

@@ -30,7 +30,8 @@ struct MetricsSnapshot {
   uint64_t keptChanged = 0;  // restores skipped because someone else changed io.max
   uint64_t errors = 0;       // failed io.max/journal writes
   uint64_t cgroupsWatched = 0;
-  uint64_t ticks = 0;  // sensing + planning passes (poll, detector wake-up, deadline)
+  uint64_t ticks = 0;                // sensing + planning passes (poll, detector wake-up, deadline)
+  double oldestSyncWaitSeconds = 0;  // how long the longest-waiting known syncer has waited
   struct CgroupBytes {
     std::string cgroup;
     uint64_t dirty = 0;

@@ -21,6 +21,7 @@ TEST(MetricsTest, Format) {
   m.activeBoosts = 1;
   m.cgroupsWatched = 12;
   m.ticks = 345;
+  m.oldestSyncWaitSeconds = 12.5;
   m.limitedCgroups = {{"/cg1", 33554432, 4096}, {"/we\"ird", 0, 0}};
   std::string t = formatMetrics(m);
   EXPECT_NE(t.find("# TYPE cxiosync_boosts_total counter\n"), std::string::npos);
@@ -33,6 +34,8 @@ TEST(MetricsTest, Format) {
   EXPECT_NE(t.find("cxiosync_boost_seconds_total 2.5\n"), std::string::npos);
   EXPECT_NE(t.find("cxiosync_active_boosts 1\n"), std::string::npos);
   EXPECT_NE(t.find("cxiosync_ticks_total 345\n"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE cxiosync_oldest_sync_wait_seconds gauge\n"), std::string::npos);
+  EXPECT_NE(t.find("cxiosync_oldest_sync_wait_seconds 12.5\n"), std::string::npos);
   EXPECT_NE(t.find("cxiosync_cgroup_dirty_bytes{cgroup=\"/cg1\"} 33554432\n"), std::string::npos);
   EXPECT_NE(t.find("cxiosync_cgroup_writeback_bytes{cgroup=\"/cg1\"} 4096\n"), std::string::npos);
   EXPECT_NE(t.find("{cgroup=\"/we\\\"ird\"}"), std::string::npos);
