@@ -178,6 +178,7 @@ BlockDeviceInfo NbdManager::info(const nbd::DeviceState& s, const std::optional<
   d.sizeBytes = s.sizeBytes;
   d.readOnly = s.readOnly;
   d.queueDepth = s.requestDepth;
+  d.blockSize = s.logicalBlockSize;
   d.workersSettableLive = false;
   if (rec) {
     d.foreign = false;
