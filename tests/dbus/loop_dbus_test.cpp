@@ -400,6 +400,44 @@ TEST_F(DbusLoop, WorkersQueueDepthAndBackendThroughTheBusAndTheCli) {
   EXPECT_EQ(ours(), loopsBefore);
 }
 
+// A live change of the queue depth is announced: PropertiesChanged on the Loop object with
+// the value read back.
+TEST_F(DbusLoop, SetQueueDepthEmitsPropertiesChanged) {
+  serve();
+  std::string img = image("pc.img");
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{});
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  close(s.deviceFd);
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  auto c = conn();
+  auto proxy = compat::createProxy(*c, "org.cxiosync1", s.path);
+  std::map<std::string, sdbus::Variant> seen;
+  proxy->uponSignal("PropertiesChanged")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .call([&](const std::string& iface, const std::map<std::string, sdbus::Variant>& changed,
+                const std::vector<std::string>&) {
+        if (iface == "org.cxiosync1.Loop") seen = changed;
+      });
+  compat::finishSubscriptions(*proxy);
+  EXPECT_EQ(rawLoopCall(s.path, "SetQueueDepth", uint32_t{48}, Opts{}), "");
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (seen.empty() && std::chrono::steady_clock::now() < deadline) {
+    while (compat::processPending(*c)) {
+    }
+    auto pd = compat::pollData(*c);
+    struct pollfd p[2] = {{pd.fd, pd.events, 0}, {pd.eventFd, POLLIN, 0}};
+    poll(p, 2, 100);
+  }
+  ASSERT_TRUE(seen.count("QueueDepth")) << "no PropertiesChanged with QueueDepth";
+  EXPECT_EQ(seen["QueueDepth"].get<uint32_t>(), 48u);
+  EXPECT_EQ(seen["Workers"].get<uint32_t>(), 1u);
+  EXPECT_EQ(slurp("/sys/block/" + name + "/queue/nr_requests"), "48");
+  EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
+  EXPECT_TRUE(goneSoon(name));
+}
+
 // Partition scanning parses the caller's bytes in the kernel: root only. A non-root caller
 // (allowed by polkit) gets a device without it, and only a read-only handle.
 TEST_F(DbusLoop, PartscanIsOffAndTheHandleReadOnlyForANonRootCaller) {
