@@ -466,6 +466,10 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
                              describeSetup(setupOptions) + ") backed by " + d.backingFile +
                              "; direct I/O " + (d.directIo ? "on" : "off");
           if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
+          line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
+          // What the daemon changed or chose (partscan turned off for a non-root caller,
+          // the auto rule's reason, ...): the caller's reply has no room for it.
+          for (const auto& note : r->notes) line += "; " + note;
           log(BusLogLevel::Notice, line);
           exportDevice(d);
           // Should the caller have gone, the device stays (it is recorded and listed).
