@@ -419,6 +419,16 @@ void Client::loopSetAutoclear(const std::string& name, bool on, const LoopReques
       loopCall(*conn_, busName_, name, "SetAutoclear", req.interactive, on, loopOptions(req)))
 }
 
+void Client::loopSetWorkers(const std::string& name, uint32_t workers, const LoopRequest& req) {
+  CXIOSYNC_LOOP_CALL(
+      loopCall(*conn_, busName_, name, "SetWorkers", req.interactive, workers, loopOptions(req)))
+}
+
+void Client::loopSetQueueDepth(const std::string& name, uint32_t depth, const LoopRequest& req) {
+  CXIOSYNC_LOOP_CALL(
+      loopCall(*conn_, busName_, name, "SetQueueDepth", req.interactive, depth, loopOptions(req)))
+}
+
 #undef CXIOSYNC_LOOP_CALL
 
 bool Client::loopDetach(const std::string& name, const LoopRequest& req) {

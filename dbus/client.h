@@ -69,7 +69,7 @@ class Client {
 
   std::string introspect();  // org.freedesktop.DBus.Introspectable of /org/cxiosync1
 
-  // Loop devices. Names are "loopN". A device the daemon does not know (or that is not
+  // Loop devices. Names are "loopN" or "nbdN". A device the daemon does not know (or that is not
   // bound) fails with org.cxiosync1.Error.NoSuchDevice.
   struct LoopRequest {
     bool interactive = false;
@@ -87,6 +87,8 @@ class Client {
   void loopSetBlockSize(const std::string& name, uint32_t size, const LoopRequest& req);
   void loopSetCapacity(const std::string& name, const LoopRequest& req);
   void loopSetAutoclear(const std::string& name, bool on, const LoopRequest& req);
+  void loopSetWorkers(const std::string& name, uint32_t workers, const LoopRequest& req);
+  void loopSetQueueDepth(const std::string& name, uint32_t depth, const LoopRequest& req);
   bool loopDetach(const std::string& name, const LoopRequest& req);  // true: lazy
 
   // Subscribes to the Manager's signals and delivers them until `stopFd` becomes readable

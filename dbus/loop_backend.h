@@ -37,6 +37,10 @@ struct LoopSetupOptions {
   std::string directIo = "auto";  // "auto" | "on" | "off"
   bool autoclear = false;
   bool partscan = false;
+  std::string backend = "auto";  // "kernel" | "nbd" | "auto" (daemon/blockdev/backend.h)
+  uint32_t workers = 0;          // 0 = not asked (1); else 1..16
+  uint32_t queueDepth = 0;       // kernel loop nr_requests; 0 = the kernel's default
+  uint32_t nbdTimeoutSec = 0;    // nbd I/O timeout; 0 = the backend's default
 };
 
 // One loop device as the org.cxiosync1.Loop properties show it.
@@ -58,6 +62,9 @@ struct LoopInfo {
   std::string backingDevice, backingDisk;  // "MAJ:MIN" or ""
   uint32_t requestDepth = 0;
   std::string backend = "kernel";
+  uint32_t workers = 1;     // threads doing backing I/O (kernel loop: 1 per issuing cgroup)
+  uint32_t queueDepth = 0;  // requests the device accepts at once (queue/nr_requests)
+  bool workersSettable = false, queueDepthSettable = false;  // live, by this backend
   bool bound = true;  // not on the wire: false after a change that detached the device
 };
 
@@ -131,6 +138,11 @@ class LoopBackend {
   virtual Result<LoopInfo> setCapacity(const std::string& name, uint32_t callerUid, bool force) = 0;
   virtual Result<LoopInfo> setAutoclear(const std::string& name, bool on, uint32_t callerUid,
                                         bool force) = 0;
+  // ENOTSUP (NotSupported) with the reason where the backend cannot change it live.
+  virtual Result<LoopInfo> setWorkers(const std::string& name, uint32_t workers, uint32_t callerUid,
+                                      bool force) = 0;
+  virtual Result<LoopInfo> setQueueDepth(const std::string& name, uint32_t depth,
+                                         uint32_t callerUid, bool force) = 0;
   virtual Result<LoopDetachOutcome> detach(const std::string& name, uint32_t callerUid,
                                            bool force) = 0;
 };

@@ -64,6 +64,10 @@ std::string describeSetup(const LoopSetupOptions& o) {
   if (o.blockSize) s += " block_size=" + std::to_string(o.blockSize);
   if (o.autoclear) s += " autoclear";
   if (o.partscan) s += " partscan";
+  if (o.backend != "auto") s += " backend=" + o.backend;
+  if (o.workers) s += " workers=" + std::to_string(o.workers);
+  if (o.queueDepth) s += " queue_depth=" + std::to_string(o.queueDepth);
+  if (o.nbdTimeoutSec) s += " nbd_timeout=" + std::to_string(o.nbdTimeoutSec);
   return s;
 }
 
@@ -195,6 +199,28 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
              return b.setAutoclear(name, enabled, uid, force);
            });
   }
+  void SetWorkers(sdbus::Result<>&& result, uint32_t workers, wire::Options options) override {
+    if (workers < 1 || workers > wire::kMaxWorkers) {
+      auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
+      replyError(shared,
+                 compat::error("org.cxiosync1.Error.InvalidArgument",
+                               "workers " + std::to_string(workers) + " is not between 1 and " +
+                                   std::to_string(wire::kMaxWorkers)));
+      return;
+    }
+    change(std::move(result), "SetWorkers", options,
+           "set the workers of " + name_ + " to " + std::to_string(workers),
+           [name = name_, workers](LoopBackend& b, uint32_t uid, bool force) {
+             return b.setWorkers(name, workers, uid, force);
+           });
+  }
+  void SetQueueDepth(sdbus::Result<>&& result, uint32_t depth, wire::Options options) override {
+    change(std::move(result), "SetQueueDepth", options,
+           "set the queue depth of " + name_ + " to " + std::to_string(depth),
+           [name = name_, depth](LoopBackend& b, uint32_t uid, bool force) {
+             return b.setQueueDepth(name, depth, uid, force);
+           });
+  }
   void Detach(sdbus::Result<bool>&& result, wire::Options options) override {
     auto shared = std::make_shared<sdbus::Result<bool>>(std::move(result));
     LoopServer& server = server_;
@@ -294,6 +320,18 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   }
   std::string Backend() override {
     return prop<std::string>("Backend", [](const LoopInfo& d) { return wire::text(d.backend); });
+  }
+  uint32_t Workers() override {
+    return prop<uint32_t>("Workers", [](const LoopInfo& d) { return d.workers; });
+  }
+  uint32_t QueueDepth() override {
+    return prop<uint32_t>("QueueDepth", [](const LoopInfo& d) { return d.queueDepth; });
+  }
+  bool WorkersSettable() override {
+    return prop<bool>("WorkersSettable", [](const LoopInfo& d) { return d.workersSettable; });
+  }
+  bool QueueDepthSettable() override {
+    return prop<bool>("QueueDepthSettable", [](const LoopInfo& d) { return d.queueDepthSettable; });
   }
 
   LoopServer& server_;
@@ -462,6 +500,10 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
                              describeSetup(setupOptions) + ") backed by " + d.backingFile +
                              "; direct I/O " + (d.directIo ? "on" : "off");
           if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
+          line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
+          // What the daemon changed or chose (partscan turned off for a non-root caller,
+          // the auto rule's reason, ...): the caller's reply has no room for it.
+          for (const auto& note : r->notes) line += "; " + note;
           log(BusLogLevel::Notice, line);
           exportDevice(d);
           // Should the caller have gone, the device stays (it is recorded and listed).

@@ -29,11 +29,12 @@ std::string loopNameOfPath(const std::string& path) {
 }
 
 bool validLoopName(const std::string& name) {
-  if (name.size() < 5 || name.size() > 13 || name.rfind("loop", 0) != 0) return false;
-  for (size_t i = 4; i < name.size(); ++i) {
+  const size_t p = name.rfind("loop", 0) == 0 ? 4 : name.rfind("nbd", 0) == 0 ? 3 : 0;
+  if (p == 0 || name.size() <= p || name.size() > p + 9) return false;
+  for (size_t i = p; i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return false;
   }
-  return !(name.size() > 5 && name[4] == '0');
+  return !(name.size() > p + 1 && name[p] == '0');
 }
 
 LoopProps toWire(const LoopInfo& d) {
@@ -59,6 +60,10 @@ LoopProps toWire(const LoopInfo& d) {
   p["BackingDisk"] = sdbus::Variant(text(d.backingDisk));
   p["RequestDepth"] = sdbus::Variant(d.requestDepth);
   p["Backend"] = sdbus::Variant(text(d.backend));
+  p["Workers"] = sdbus::Variant(d.workers);
+  p["QueueDepth"] = sdbus::Variant(d.queueDepth);
+  p["WorkersSettable"] = sdbus::Variant(d.workersSettable);
+  p["QueueDepthSettable"] = sdbus::Variant(d.queueDepthSettable);
   return p;
 }
 
@@ -82,7 +87,10 @@ Result<LoopInfo> loopFromWire(const LoopProps& o) {
       takeOption(o, "BackingDevice", d.backingDevice, bad) &&
       takeOption(o, "BackingDisk", d.backingDisk, bad) &&
       takeOption(o, "RequestDepth", d.requestDepth, bad) &&
-      takeOption(o, "Backend", d.backend, bad);
+      takeOption(o, "Backend", d.backend, bad) && takeOption(o, "Workers", d.workers, bad) &&
+      takeOption(o, "QueueDepth", d.queueDepth, bad) &&
+      takeOption(o, "WorkersSettable", d.workersSettable, bad) &&
+      takeOption(o, "QueueDepthSettable", d.queueDepthSettable, bad);
   if (!ok)
     return makeError("daemon sent loop property '" + bad + "' with an unexpected type", EPROTO);
   auto slash = d.device.rfind('/');
@@ -117,15 +125,43 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
       if (st = want("u"); st) opt.blockSize = v.get<uint32_t>();
     } else if (key == "direct_io") {
       if (st = want("s"); st) opt.directIo = v.get<std::string>();
+    } else if (key == "backend") {
+      if (st = want("s"); st) opt.backend = v.get<std::string>();
+    } else if (key == "workers") {
+      if (st = want("u"); st) opt.workers = v.get<uint32_t>();
+    } else if (key == "queue_depth") {
+      if (st = want("u"); st) opt.queueDepth = v.get<uint32_t>();
+    } else if (key == "nbd_timeout") {
+      if (st = want("u"); st) opt.nbdTimeoutSec = v.get<uint32_t>();
     } else {
       return invalid("unknown option " + quoteForMessage(key) +
                      " for LoopSetup (known: read_only, offset, size_limit, block_size, "
-                     "direct_io, autoclear, partscan, interactive)");
+                     "direct_io, autoclear, partscan, backend, workers, queue_depth, "
+                     "nbd_timeout, interactive)");
     }
     if (!st) return st.error();
   }
   if (opt.directIo != "auto" && opt.directIo != "on" && opt.directIo != "off") {
     return invalid("direct_io " + quoteForMessage(opt.directIo) + " is not one of: auto, on, off");
+  }
+  if (opt.backend != "auto" && opt.backend != "kernel" && opt.backend != "nbd") {
+    return invalid("backend " + quoteForMessage(opt.backend) + " is not one of: auto, kernel, nbd");
+  }
+  if (opt.workers > kMaxWorkers) {
+    return invalid("workers " + std::to_string(opt.workers) + " is not between 1 and " +
+                   std::to_string(kMaxWorkers) + " (0 = not asked)");
+  }
+  // The daemon checks the upper bound against the loop module's hw_queue_depth.
+  if (opt.queueDepth != 0 && (opt.queueDepth < 4 || opt.queueDepth > 65536)) {
+    return invalid("queue_depth " + std::to_string(opt.queueDepth) +
+                   " is not between 4 and the loop module's hw_queue_depth (0 = the default)");
+  }
+  if (opt.nbdTimeoutSec > 86400) {
+    return invalid("nbd_timeout " + std::to_string(opt.nbdTimeoutSec) +
+                   " is more than a day (0 = the default)");
+  }
+  if (opt.backend == "kernel" && opt.nbdTimeoutSec) {
+    return invalid("nbd_timeout applies to the nbd backend only");
   }
   const uint32_t b = opt.blockSize;
   if (b != 0 && (b < 512 || b > 65536 || (b & (b - 1)) != 0)) {
@@ -149,6 +185,10 @@ std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequ
   if (opt.directIo != "auto") o["direct_io"] = sdbus::Variant(opt.directIo);
   if (opt.autoclear) o["autoclear"] = sdbus::Variant(true);
   if (opt.partscan) o["partscan"] = sdbus::Variant(true);
+  if (opt.backend != "auto") o["backend"] = sdbus::Variant(opt.backend);
+  if (opt.workers) o["workers"] = sdbus::Variant(opt.workers);
+  if (opt.queueDepth) o["queue_depth"] = sdbus::Variant(opt.queueDepth);
+  if (opt.nbdTimeoutSec) o["nbd_timeout"] = sdbus::Variant(opt.nbdTimeoutSec);
   if (r.interactive) o["interactive"] = sdbus::Variant(true);
   return o;
 }

@@ -13,8 +13,8 @@
 #
 # --prebuilt BUILD_DIR: the same dpkg-buildpackage run, but debian/rules neither configures nor
 # compiles: it installs the already built CMake tree BUILD_DIR (cmake --install), which must be
-# configured with CMAKE_INSTALL_PREFIX=/usr (the default preset) and have cxiosyncd and
-# cxiosyncctl built. Everything else (systemd and tmpfiles handling, conffiles, stripping,
+# configured with CMAKE_INSTALL_PREFIX=/usr (the default preset) and have cxiosyncd,
+# cxiosyncctl and cxiosync-nbd-server built. Everything else (systemd and tmpfiles handling, conffiles, stripping,
 # dependencies, maintainer scripts) is the from-source package's. Seconds instead of a full
 # compile: CI builds the package this way (ctest deb.prebuilt) for the VM tier. No -dbgsym
 # package (noautodbgsym). The binaries carry the tree's flags (the default preset:
@@ -70,9 +70,9 @@ if [ -n "$prebuilt" ]; then
 			"bash scripts/install-deps.sh, and reconfigure)" >&2
 		exit 1
 	}
-	for f in daemon/cxiosyncd dbus/cxiosyncctl packaging/man/cxiosyncd.8 packaging/man/cxiosyncctl.1; do
+	for f in daemon/cxiosyncd dbus/cxiosyncctl daemon/cxiosync-nbd-server packaging/man/cxiosyncd.8 packaging/man/cxiosyncctl.1; do
 		[ -e "$prebuilt/$f" ] || {
-			echo "build-deb: $prebuilt/$f is not built (cmake --build $prebuilt --target cxiosyncd cxiosyncctl)" >&2
+			echo "build-deb: $prebuilt/$f is not built (cmake --build $prebuilt --target cxiosyncd cxiosyncctl cxiosync-nbd-server)" >&2
 			exit 1
 		}
 	done

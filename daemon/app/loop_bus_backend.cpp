@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <string>
 
 #include "daemon/app/options.h"
@@ -27,10 +29,15 @@ dbus::LoopInfo LoopBusBackend::toInfo(const LoopDeviceInfo& d) {
   i.directIo = k.directIo;
   i.blockSize = k.logicalBlockSize;
   i.requestDepth = k.requestDepth;
+  i.queueDepth = k.requestDepth;
+  i.workers = d.workers > 0 ? static_cast<uint32_t>(d.workers) : 1;
+  // One loop worker per issuing cgroup (5.14+): no per-device count to change.
+  i.workersSettable = false;
+  i.queueDepthSettable = !d.foreign;
   i.bound = k.bound;
   i.foreign = d.foreign;
   i.foreignOwner = d.foreign ? foreignOwnerName(d.foreignOwner) : "";
-  i.backend = d.backend;
+  i.backend = "kernel";
   if (d.backingDevice) i.backingDevice = d.backingDevice->str();
   if (d.backingDisk) i.backingDisk = d.backingDisk->str();
   if (d.record && !d.foreign) {
@@ -45,9 +52,61 @@ dbus::LoopInfo LoopBusBackend::toInfo(const LoopDeviceInfo& d) {
   return i;
 }
 
+dbus::LoopInfo LoopBusBackend::toInfo(const BlockDeviceInfo& d) {
+  dbus::LoopInfo i;
+  i.name = d.name;
+  i.device = d.path;
+  i.backingFile = d.backingFile;
+  i.sizeBytes = d.sizeBytes;
+  i.readOnly = d.readOnly;
+  i.directIo = d.directIo;
+  i.blockSize = d.blockSize;
+  i.requestDepth = d.queueDepth;
+  i.queueDepth = d.queueDepth;
+  i.workers = d.workers > 0 ? static_cast<uint32_t>(d.workers) : 1;
+  i.workersSettable = d.workersSettableLive;
+  i.queueDepthSettable = false;  // the nbd backend's concurrency is its worker count
+  i.foreign = d.foreign;
+  i.foreignOwner = d.foreign ? "manual" : "";
+  i.backend = d.backend;
+  if (d.setupByUid && !d.foreign) i.setupByUid = *d.setupByUid;
+  if (!d.foreign) i.directIoMode = d.directIo ? "on" : "auto";
+  return i;
+}
+
+namespace {
+
+bool isNbd(const std::string& name) {
+  return static_cast<bool>(parseNbdName(name));
+}
+
+Status notForNbd(const std::string& name, const char* what) {
+  if (!isNbd(name)) return Ok{};
+  return makeError(name + ": " + what +
+                       " is a kernel loop setting; an nbd device's settings are fixed at setup "
+                       "(detach and set it up again)",
+                   ENOTSUP);
+}
+
+}  // namespace
+
+Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, uint32_t uid) {
+  if (dev.get() >= 0) {
+    const std::string self = "/proc/self/fd/" + std::to_string(dev.get());
+    int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (ro >= 0) return dbus::OwnedFd(ro);
+  }
+  int ro = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (ro >= 0) return dbus::OwnedFd(ro);
+  const int e = errno;
+  if (uid == 0 && dev.get() >= 0) return dbus::OwnedFd(dev.release());
+  return sysError(e, "reopen read-only", path);
+}
+
 Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::LoopSetupOptions& o,
                                                      uint32_t callerUid) {
-  LoopOptions lo;
+  BlockSetupOptions bo;
+  LoopOptions& lo = bo.loop;
   lo.readOnly = o.readOnly;
   lo.offset = o.offset;
   lo.sizeLimit = o.sizeLimit;
@@ -57,26 +116,40 @@ Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::
   auto mode = parseDirectIoMode(o.directIo);
   if (!mode) return makeError(mode.error().message, EINVAL);
   lo.directIo = *mode;
+  auto kind = parseBackendKind(o.backend);
+  if (!kind) return kind.error();
+  bo.backend = *kind;
+  bo.workers = static_cast<int>(o.workers);
+  bo.queueDepth = o.queueDepth;
+  if (o.nbdTimeoutSec) bo.nbdTimeoutSec = o.nbdTimeoutSec;
+  std::vector<std::string> notes;
+  // Partition scanning runs the kernel's partition parsers over the image's bytes and creates
+  // loopNpM nodes: an unprivileged caller's image is not trusted that far.
+  if (lo.partscan && callerUid != 0) {
+    lo.partscan = false;
+    notes.push_back("partscan is for root only: turned off");
+  }
   if (auto st = validateLoopOptions(lo); !st) return st.error();
-  auto r = m_.setup(backingFd, lo, callerUid);
+  auto r = d_.setup(backingFd, bo, callerUid);
   if (!r) return r.error();
   dbus::LoopSetupOutcome out;
-  out.device = toInfo(r->device);
-  if (out.device.directIoNote.empty()) out.device.directIoNote = r->directIoNote;
-  out.notes = r->notes;
-  // The caller gets a READ-ONLY handle on the device (enough to keep an autoclear device
-  // alive; no write access to the block device through us). Reopened through /proc so that
-  // a private node that was already unlinked works too.
-  int devFd = r->deviceFd.get();
-  if (devFd >= 0) {
-    std::string self = "/proc/self/fd/" + std::to_string(devFd);
-    int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (ro >= 0) {
-      out.deviceFd = dbus::OwnedFd(ro);
-    } else {
-      out.deviceFd = dbus::OwnedFd(r->deviceFd.release());
-    }
+  if (r->device.backend == "nbd") {
+    out.device = toInfo(r->device);
+  } else {
+    auto full = m_.show(r->device.name);
+    if (!full) return full.error();
+    out.device = toInfo(*full);
   }
+  out.notes = std::move(notes);
+  out.notes.insert(out.notes.end(), r->notes.begin(), r->notes.end());
+  auto handle = loopCallerHandle(std::move(r->deviceFd), r->device.path, callerUid);
+  if (!handle) {
+    // No read-only handle for the caller: take the device down rather than leave one the
+    // caller cannot hold (autoclear) or hand out write access it did not ask for.
+    (void)d_.detach(r->device.name, callerUid, false);
+    return handle.error();
+  }
+  out.deviceFd = std::move(*handle);
   return out;
 }
 
@@ -85,13 +158,25 @@ Result<std::vector<dbus::LoopInfo>> LoopBusBackend::list(bool includeForeign) {
   if (!r) return r.error();
   std::vector<dbus::LoopInfo> out;
   for (const auto& d : *r) out.push_back(toInfo(d));
+  // No nbd module (or no records yet) is no nbd devices, not a failed list.
+  if (auto n = d_.nbdManager().list(includeForeign))
+    for (const auto& d : *n) out.push_back(toInfo(d));
   return out;
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::show(const std::string& name) {
+  if (isNbd(name)) {
+    auto n = d_.nbdManager().show(name);
+    if (!n) return n.error();
+    return toInfo(*n);
+  }
   auto r = m_.show(name);
   if (!r) return r.error();
   return toInfo(*r);
+}
+
+Result<dbus::LoopInfo> LoopBusBackend::reread(const std::string& name) {
+  return show(name);
 }
 
 dbus::LoopAccessKind LoopBusBackend::access(const dbus::LoopInfo& d, uint32_t callerUid,
@@ -111,43 +196,68 @@ Result<dbus::LoopInfo> info(Result<LoopDeviceInfo> r) {
 
 Result<dbus::LoopInfo> LoopBusBackend::setDirectIO(const std::string& name, bool on,
                                                    uint32_t callerUid, bool force) {
+  if (auto st = notForNbd(name, "direct I/O"); !st) return st.error();
   return info(m_.setDirectIO(name, on, callerUid, force));
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setBlockSize(const std::string& name, uint32_t size,
                                                     uint32_t callerUid, bool force) {
+  if (auto st = notForNbd(name, "the block size"); !st) return st.error();
   return info(m_.setBlockSize(name, size, callerUid, force));
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setCapacity(const std::string& name, uint32_t callerUid,
                                                    bool force) {
+  if (auto st = notForNbd(name, "the capacity"); !st) return st.error();
   return info(m_.setCapacity(name, callerUid, force));
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setAutoclear(const std::string& name, bool on,
                                                     uint32_t callerUid, bool force) {
+  if (auto st = notForNbd(name, "autoclear"); !st) return st.error();
   return info(m_.setAutoclear(name, on, callerUid, force));
+}
+
+Result<dbus::LoopInfo> LoopBusBackend::setWorkers(const std::string& name, uint32_t workers,
+                                                  uint32_t callerUid, bool force) {
+  auto r = d_.setWorkers(name, static_cast<int>(std::min<uint32_t>(workers, INT32_MAX)), callerUid,
+                         force);
+  if (!r) return r.error();
+  return reread(name);
+}
+
+Result<dbus::LoopInfo> LoopBusBackend::setQueueDepth(const std::string& name, uint32_t depth,
+                                                     uint32_t callerUid, bool force) {
+  auto r = d_.setQueueDepth(name, depth, callerUid, force);
+  if (!r) return r.error();
+  return reread(name);
 }
 
 Result<dbus::LoopDetachOutcome> LoopBusBackend::detach(const std::string& name, uint32_t callerUid,
                                                        bool force) {
+  if (isNbd(name)) {
+    auto n = d_.detach(name, callerUid, force);
+    if (!n) return n.error();
+    return dbus::LoopDetachOutcome{true, false, *n};
+  }
   auto r = m_.detach(name, callerUid, force);
   if (!r) return r.error();
   return dbus::LoopDetachOutcome{r->detached, r->lazy, r->note};
 }
 
 std::unique_ptr<LoopBus> LoopBus::create(const Options& options) {
-  LoopManagerOptions lo;
+  BlockDevices::Options bo;
+  LoopManagerOptions& lo = bo.loop;
   lo.runDir = options.runDir;
   lo.devRoot = options.devRoot;
   lo.sysRoot = options.sysRoot;
-  auto m = LoopManager::create(lo);
+  auto m = BlockDevices::create(bo);
   if (!m) {
     spdlog::warn("loop devices unavailable (the loop API answers NotSupported): {}",
                  m.error().message);
     return nullptr;
   }
-  auto rec = (*m)->reconcile();
+  auto rec = (*m)->loopManager().reconcile();
   if (!rec) {
     spdlog::warn("loop devices: reconcile failed: {}", rec.error().message);
   } else {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
-// dbus::LoopBackend over the loop manager (daemon/blockdev/loop/loop_manager.h): the adapter
-// between the loop mechanics and the bus boundary, like BusBackend for the Manager interface. Built
-// into cxiosync_daemon_bus (daemon/CMakeLists.txt), never into the core.
+// dbus::LoopBackend over BlockDevices (daemon/blockdev/devices/backend_devices.h: the kernel
+// loop manager and the nbd backend, the same code the cxiosync-loop tool drives): the adapter
+// between the block-device mechanics and the bus boundary, like BusBackend for the Manager
+// interface. Kernel loop devices are loopN objects, nbd devices nbdN objects. Built into
+// cxiosync_daemon_bus (daemon/CMakeLists.txt), never into the core.
 //
 // main() creates it with LoopBus::create(options) before the bus is attached: the manager
 // runs reconcile() (drops records of devices that went away while the daemon was down)
@@ -10,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/blockdev/loop/loop_manager.h"
+#include "daemon/blockdev/devices/backend_devices.h"
 #include "dbus/loop_backend.h"
 
 namespace cxiosync {
@@ -19,7 +21,7 @@ struct Options;
 
 class LoopBusBackend final : public dbus::LoopBackend {
  public:
-  explicit LoopBusBackend(LoopManager& manager) : m_(manager) {}
+  explicit LoopBusBackend(BlockDevices& devices) : d_(devices), m_(devices.loopManager()) {}
 
   Result<dbus::LoopSetupOutcome> setup(int backingFd, const dbus::LoopSetupOptions& options,
                                        uint32_t callerUid) override;
@@ -35,16 +37,33 @@ class LoopBusBackend final : public dbus::LoopBackend {
                                      bool force) override;
   Result<dbus::LoopInfo> setAutoclear(const std::string& name, bool on, uint32_t callerUid,
                                       bool force) override;
+  Result<dbus::LoopInfo> setWorkers(const std::string& name, uint32_t workers, uint32_t callerUid,
+                                    bool force) override;
+  Result<dbus::LoopInfo> setQueueDepth(const std::string& name, uint32_t depth, uint32_t callerUid,
+                                       bool force) override;
   Result<dbus::LoopDetachOutcome> detach(const std::string& name, uint32_t callerUid,
                                          bool force) override;
 
   static dbus::LoopInfo toInfo(const LoopDeviceInfo& d);
+  static dbus::LoopInfo toInfo(const BlockDeviceInfo& d);  // nbd devices
 
  private:
+  // The state read back after a change through BlockDevices, in the bus's terms.
+  Result<dbus::LoopInfo> reread(const std::string& name);
+  BlockDevices& d_;
   LoopManager& m_;
 };
 
-// The loop manager and its adapter, owned by main() for the daemon's lifetime.
+// The caller's handle on a new device (LoopSetup's device_fd): READ-ONLY, whatever happens,
+// for a non-root caller (enough to keep an autoclear device alive; no write access to the
+// block device through us). Reopened through /proc/self/fd so that a private node that was
+// already unlinked works too, else by `path`; when both fail, uid 0 gets `dev` itself (it
+// could open the node read-write anyway) and anyone else the error (the caller of this then
+// takes the device down). Before 2026-12 a failed reopen handed everyone `dev` read-write.
+Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, uint32_t uid);
+
+// The block devices (kernel loop + nbd) and their adapter, owned by main() for the daemon's
+// lifetime.
 class LoopBus {
  public:
   // LoopManager over --dev-root/--sys-root/--run-dir, then reconcile(). Null (after a
@@ -52,11 +71,11 @@ class LoopBus {
   // calls answer NotSupported.
   static std::unique_ptr<LoopBus> create(const Options& options);
   dbus::LoopBackend* backend() { return &backend_; }
-  LoopManager& manager() { return *manager_; }
+  LoopManager& manager() { return devices_->loopManager(); }
 
  private:
-  explicit LoopBus(std::unique_ptr<LoopManager> m) : manager_(std::move(m)), backend_(*manager_) {}
-  std::unique_ptr<LoopManager> manager_;
+  explicit LoopBus(std::unique_ptr<BlockDevices> d) : devices_(std::move(d)), backend_(*devices_) {}
+  std::unique_ptr<BlockDevices> devices_;
   LoopBusBackend backend_;
 };
 

@@ -94,6 +94,7 @@ struct BlockDeviceInfo {
   bool directIo = false;    // effective (loop: sysfs dio; nbd: server opened O_DIRECT)
   int workers = 1;          // threads doing backing I/O concurrently (kernel loop: 1)
   uint32_t queueDepth = 0;  // requests the device accepts at once (nr_requests)
+  uint32_t blockSize = 0;   // effective logical block size
   int inFlightMax = 1;      // backing I/Os that can really run at once (see backend.h)
   bool foreign = true;
   std::optional<uint32_t> setupByUid;

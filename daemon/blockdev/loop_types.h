@@ -99,11 +99,12 @@ struct LoopKernelState {
   uint64_t sizeLimit = 0;
   bool autoclear = false;
   bool partscan = false;
-  bool directIo = false;          // loop/dio: the EFFECTIVE state
-  bool readOnly = false;          // /sys/block/loopN/ro
-  uint32_t logicalBlockSize = 0;  // queue/logical_block_size
-  uint64_t sizeBytes = 0;         // size (512-byte sectors) * 512
-  uint32_t requestDepth = 0;      // queue/nr_requests
+  bool directIo = false;            // loop/dio: the EFFECTIVE state
+  bool readOnly = false;            // /sys/block/loopN/ro
+  uint32_t logicalBlockSize = 0;    // queue/logical_block_size
+  uint64_t sizeBytes = 0;           // size (512-byte sectors) * 512
+  uint32_t requestDepth = 0;        // queue/nr_requests
+  std::optional<uint64_t> diskseq;  // /sys/block/loopN/diskseq (nullopt before Linux 5.15)
   // From LOOP_GET_STATUS64 (nullopt when the device could not be opened):
   std::optional<DevNum> backingFsDevice;  // lo_device: st_dev of the backing file
   std::optional<uint64_t> backingInode;   // lo_inode
@@ -121,6 +122,10 @@ struct LoopRecord {
   int64_t createdUnix = 0;  // CLOCK_REALTIME seconds
   DevNum backingFsDevice;   // to recognise the device after a restart
   uint64_t backingInode = 0;
+  // The device's diskseq right after cxiosync attached it (0 = unknown: a kernel before 5.15,
+  // or a record written before 2026-12). The kernel increments it on every attach, so a
+  // device detached and attached again by someone else (even to the same file) is not ours.
+  uint64_t diskseq = 0;
   std::string backingFile;         // display path at setup time
   LoopOptions options;             // as requested
   std::string backend = "kernel";  // future: "nbd" (issue 9); always "kernel" today

@@ -470,6 +470,10 @@ enum CtlOptionId : int {
   kOptOffset,
   kOptSize,
   kOptBlockSize,
+  kOptBackend,
+  kOptWorkers,
+  kOptQueueDepth,
+  kOptNbdTimeout,
 };
 
 std::vector<option> ctlOptions() {
@@ -494,6 +498,10 @@ std::vector<option> ctlOptions() {
       {"offset", required_argument, nullptr, kOptOffset},
       {"size", required_argument, nullptr, kOptSize},
       {"block-size", required_argument, nullptr, kOptBlockSize},
+      {"backend", required_argument, nullptr, kOptBackend},
+      {"workers", required_argument, nullptr, kOptWorkers},
+      {"queue-depth", required_argument, nullptr, kOptQueueDepth},
+      {"nbd-timeout", required_argument, nullptr, kOptNbdTimeout},
   };
 }
 
@@ -532,6 +540,19 @@ Result<uint32_t> userArg(const CliArg& a) {
   }
   if (const passwd* pw = ::getpwnam(v.c_str())) return static_cast<uint32_t>(pw->pw_uid);
   return cliValueError(a, "no user '" + v + "'");
+}
+
+// A count in decimal within [min, max] ("4"; not "4x", "-1", "0x10").
+Result<uint32_t> countArg(const CliArg& a, uint32_t min, uint32_t max) {
+  const std::string& v = *a.value;
+  uint64_t n = 0;
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+    return cliValueError(a, "'" + v + "' is not a number");
+  n = std::stoull(v);
+  if (n < min || n > max)
+    return cliValueError(
+        a, "'" + v + "' is not between " + std::to_string(min) + " and " + std::to_string(max));
+  return static_cast<uint32_t>(n);
 }
 
 bool* flagTarget(CliOptions& o, int id) {
@@ -602,6 +623,25 @@ Status applyValue(CliOptions& o, const CliArg& a) {
       o.loop.blockSize = *n;
       return Ok{};
     }
+    case kOptBackend:
+      if (*a.value != "kernel" && *a.value != "nbd" && *a.value != "auto")
+        return cliValueError(a, "'" + *a.value + "' is not kernel, nbd or auto");
+      o.loop.backend = *a.value;
+      return Ok{};
+    case kOptWorkers:
+    case kOptQueueDepth:
+    case kOptNbdTimeout: {
+      // Workers as kMaxLoopWorkers (daemon/blockdev/backend.h); the daemon bounds the queue
+      // depth by the loop module's hw_queue_depth.
+      const uint32_t min = a.id == kOptQueueDepth ? 4 : 1;
+      const uint32_t max = a.id == kOptWorkers ? 16 : a.id == kOptQueueDepth ? 65536 : 86400;
+      auto n = countArg(a, min, max);
+      if (!n) return n.error();
+      (a.id == kOptWorkers      ? o.loop.workers
+       : a.id == kOptQueueDepth ? o.loop.queueDepth
+                                : o.loop.nbdTimeout) = *n;
+      return Ok{};
+    }
   }
   return invalid("unexpected option '" + a.name + "'");
 }
@@ -618,7 +658,8 @@ Status checkVerb(Invocation& inv, const std::vector<std::string>& positional) {
   } else if (o.loop.any()) {
     return invalid(
         "--read-only, --offset, --size, --block-size, --direct-io, --autoclear, "
-        "--partscan, --all, --capacity and --force apply only to the loop commands");
+        "--partscan, --backend, --workers, --queue-depth, --nbd-timeout, --all, --capacity "
+        "and --force apply only to the loop commands");
   } else if (inv.args.size() != it->second.args) {
     return invalid("usage: cxiosyncctl " + std::string(it->second.synopsis));
   }

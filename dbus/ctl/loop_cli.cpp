@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "dbus/ctl/format.h"
+#include "dbus/loop_wire.h"
 
 namespace cxiosync::ctl {
 
@@ -39,24 +40,21 @@ std::string dio(const dbus::LoopInfo& d) {
   return d.directIoNote.empty() ? "0" : "0!";
 }
 
-bool validName(const std::string& name) {
-  if (name.size() < 5 || name.size() > 13 || name.rfind("loop", 0) != 0) return false;
-  if (name.find_first_not_of("0123456789", 4) != std::string::npos) return false;
-  return !(name.size() > 5 && name[4] == '0');
-}
-
 const char* const kAddFlags =
     "--read-only, --offset, --size, --block-size, --direct-io, "
-    "--autoclear, --partscan";
+    "--autoclear, --partscan, --backend, --workers, --queue-depth, --nbd-timeout";
 
 }  // namespace
 
 std::string loopUsage() {
   return "  loop add FILE [--read-only] [--offset N] [--size N] [--block-size N]\n"
-         "           [--direct-io=auto|on|off] [--autoclear] [--partscan] [-- CMD ARGS...]\n"
+         "           [--direct-io=auto|on|off] [--autoclear] [--partscan]\n"
+         "           [--backend=kernel|nbd|auto] [--workers N] [--queue-depth N]\n"
+         "           [--nbd-timeout SEC] [-- CMD ARGS...]\n"
          "  loop list [--all]\n"
          "  loop show DEV\n"
-         "  loop set DEV [--direct-io=on|off] [--block-size N] [--capacity] [--force]\n"
+         "  loop set DEV [--direct-io=on|off] [--block-size N] [--capacity]\n"
+         "           [--workers N] [--queue-depth N] [--force]\n"
          "  loop detach DEV [--force]\n";
 }
 
@@ -64,8 +62,8 @@ Result<std::string> loopNameArg(const std::string& arg) {
   std::string s = arg;
   if (s.rfind("/dev/", 0) == 0) s = s.substr(5);
   if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) s = "loop" + s;
-  if (!validName(s)) {
-    return invalid("'" + arg + "' is not a loop device (loopN, /dev/loopN or N)");
+  if (!dbus::wire::validLoopName(s)) {
+    return invalid("'" + arg + "' is not a loop device (loopN, /dev/loopN, N, nbdN or /dev/nbdN)");
   }
   return s;
 }
@@ -75,33 +73,36 @@ Status checkLoopArgs(const Invocation& inv) {
   const auto& f = inv.options.loop;
   const std::string sub = a.empty() ? "" : a[0];
   auto usage = [&]() { return invalid("usage:\n" + loopUsage()); };
-  const bool addFlags = f.readOnly || f.autoclear || f.partscan || f.offset || f.size;
+  const bool addFlags =
+      f.readOnly || f.autoclear || f.partscan || f.offset || f.size || f.backend || f.nbdTimeout;
+  const bool setFlags = f.directIo || f.blockSize || f.capacity || f.workers || f.queueDepth;
   if (sub == "add") {
     if (a.size() < 2) return usage();
     if (f.all || f.capacity || f.force) return invalid("loop add takes " + std::string(kAddFlags));
   } else if (sub == "list") {
     if (a.size() != 1) return usage();
-    if (addFlags || f.capacity || f.force || f.blockSize || f.directIo)
-      return invalid("loop list takes only --all");
+    if (addFlags || setFlags || f.force) return invalid("loop list takes only --all");
   } else if (sub == "show") {
     if (a.size() != 2) return usage();
     if (f.any()) return invalid("loop show takes no options");
   } else if (sub == "set") {
     if (a.size() != 2) return usage();
     if (addFlags || f.all) {
-      return invalid("loop set takes --direct-io=on|off, --block-size N, --capacity, --force");
-    }
-    if (!f.directIo && !f.blockSize && !f.capacity) {
       return invalid(
-          "loop set: nothing to change (--direct-io=on|off, --block-size N, --capacity)");
+          "loop set takes --direct-io=on|off, --block-size N, --capacity, --workers N, "
+          "--queue-depth N, --force");
+    }
+    if (!setFlags) {
+      return invalid(
+          "loop set: nothing to change (--direct-io=on|off, --block-size N, --capacity, "
+          "--workers N, --queue-depth N)");
     }
     if (f.directIo && *f.directIo != "on" && *f.directIo != "off") {
       return invalid("loop set: --direct-io takes on or off, not '" + *f.directIo + "'");
     }
   } else if (sub == "detach") {
     if (a.size() != 2) return usage();
-    if (addFlags || f.all || f.capacity || f.blockSize || f.directIo)
-      return invalid("loop detach takes only --force");
+    if (addFlags || f.all || setFlags) return invalid("loop detach takes only --force");
   } else {
     return usage();
   }
@@ -150,6 +151,10 @@ enum LoopColumn : size_t {
   kBackingDisk,
   kRequestDepth,
   kBackend,
+  kWorkers,
+  kQueueDepth,
+  kWorkersSettable,
+  kQueueDepthSettable,
   kOwner,
   kSetUpBy,
   kNoteLine
@@ -182,6 +187,8 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
   std::string who = "uid " + std::to_string(d.setupByUid) + " (" + userName(d.setupByUid) + ")";
   if (d.setupRealtimeUsec) who += ", " + formatTimestamp(d.setupRealtimeUsec);
   Cell setUpBy = d.foreign || !show ? Cell::null().hidden() : Cell::text(who);
+  Cell workers = Cell::uinteger(d.workers);
+  if (show && d.backend == "kernel") workers.shown(std::to_string(d.workers) + " (per cgroup)");
   Cell noteLine = Cell::text(d.directIoNote);
   if (d.directIoNote.empty()) noteLine.hidden();
   return {Cell::text(d.name),
@@ -206,6 +213,10 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
           Cell::textOrNull(d.backingDisk),
           Cell::uinteger(d.requestDepth),
           Cell::text(d.backend),
+          std::move(workers),
+          Cell::uinteger(d.queueDepth),
+          Cell::boolean(d.workersSettable),
+          Cell::boolean(d.queueDepthSettable),
           std::move(ownerCell),
           std::move(setUpBy),
           std::move(noteLine)};
@@ -238,18 +249,22 @@ Table loopTable(const std::vector<dbus::LoopInfo>& list, LoopView view) {
            {"foreign_owner", ""},
            {"backing_device", h("", "Backing device")},
            {"backing_disk", ""},
-           {"request_depth", h("", "Request depth")},
-           {"backend", h("", "Backend")},
+           {"request_depth", ""},
+           {"backend", h("BACKEND", "Backend")},
+           {"workers", h("WORKERS", "Workers"), true},
+           {"queue_depth", h("QDEPTH", "Queue depth"), true},
+           {"workers_settable", ""},
+           {"queue_depth_settable", ""},
            {"", h("OWNER", "Owner")},
            {"", "Set up by"},
            {"", ""}});
   if (show) {
     t.display({kBackingFile, kBackingDevice, kOffset, kSizeLimit, kSize, kReadOnly, kAutoclear,
-               kPartscan, kDirectIo, kNoteLine, kBlockSize, kOwner, kSetUpBy, kRequestDepth,
-               kBackend});
+               kPartscan, kDirectIo, kNoteLine, kBlockSize, kOwner, kSetUpBy, kBackend, kWorkers,
+               kQueueDepth});
   } else {
     t.display({kDevice, kBackingFile, kOffset, kSizeLimit, kReadOnly, kAutoclear, kDirectIo,
-               kBlockSize, kOwner});
+               kBlockSize, kBackend, kWorkers, kQueueDepth, kOwner});
   }
   for (const auto& d : list) t.addRow(loopRow(d, show));
   return t;
@@ -322,6 +337,10 @@ class LoopRunner {
     if (f_.size) opt.sizeLimit = *f_.size;
     if (f_.blockSize) opt.blockSize = *f_.blockSize;
     if (f_.directIo) opt.directIo = *f_.directIo;
+    if (f_.backend) opt.backend = *f_.backend;
+    if (f_.workers) opt.workers = *f_.workers;
+    if (f_.queueDepth) opt.queueDepth = *f_.queueDepth;
+    if (f_.nbdTimeout) opt.nbdTimeoutSec = *f_.nbdTimeout;
     // The caller's rights count: we open the file, the daemon never does.
     int fd = ::open(file.c_str(), (f_.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
@@ -347,7 +366,9 @@ class LoopRunner {
                          (d.directIo ? "on" : "off") + ", block size " +
                          std::to_string(d.blockSize) +
                          (d.blockSizeSource.empty() ? "" : " (" + d.blockSizeSource + ")") +
-                         (d.readOnly ? ", read-only" : "") + ".";
+                         (d.readOnly ? ", read-only" : "") + ", " + d.backend + " backend, " +
+                         std::to_string(d.workers) + (d.workers == 1 ? " worker" : " workers") +
+                         ", queue depth " + std::to_string(d.queueDepth) + ".";
       say(line);
       if (!d.directIo && !d.directIoNote.empty() && !o_.quiet) {
         io_.err("Note: direct I/O is off: " + d.directIoNote + "\n");
@@ -418,6 +439,14 @@ class LoopRunner {
       c.loopSetCapacity(n, req());
       done.push_back("capacity refreshed");
     }
+    if (f_.workers) {
+      c.loopSetWorkers(n, *f_.workers, req());
+      done.push_back("workers " + std::to_string(*f_.workers));
+    }
+    if (f_.queueDepth) {
+      c.loopSetQueueDepth(n, *f_.queueDepth, req());
+      done.push_back("queue depth " + std::to_string(*f_.queueDepth));
+    }
     auto d = c.loopShow(n);
     if (json()) {
       printJson(loopJson(d));
@@ -425,7 +454,9 @@ class LoopRunner {
       std::string line;
       for (const auto& s : done) line += (line.empty() ? "" : ", ") + s;
       say(d.device + ": " + line + ". Now: direct I/O " + (d.directIo ? "on" : "off") +
-          ", block size " + std::to_string(d.blockSize) + ", " + formatBytes(d.sizeBytes) + ".");
+          ", block size " + std::to_string(d.blockSize) + ", " + formatBytes(d.sizeBytes) + ", " +
+          std::to_string(d.workers) + (d.workers == 1 ? " worker" : " workers") + ", queue depth " +
+          std::to_string(d.queueDepth) + ".");
     }
     return kExitOk;
   }

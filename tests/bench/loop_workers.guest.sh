@@ -10,8 +10,12 @@
 #                1, 2, 4, 8 workers), mount ro, drop caches, fio: 4 jobs, sequential read,
 #                direct=1, bs, distinct regions, time-based; umount, detach.
 # Results: result.json (MB/s per row and per-job bytes, to see that no job wrapped around).
+# CXL_BENCH_VIA=ctl: every row's device is set up and detached through cxiosyncctl and a
+# cxiosyncd on a system bus (`loop add --backend nbd --workers N`, issue 17), not through the
+# development tool and a hand-started server.
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/loop_lib.inc"
+via=${CXL_BENCH_VIA:-tool}
 delay=${CXL_BENCH_DELAY_MS:-50}
 dur=${CXL_BENCH_SECONDS:-6}
 bs=${CXL_BENCH_BS:-256k}
@@ -27,7 +31,27 @@ cxvm_result readers "$readers"
 cxvm_result region_mb "$region_mb"
 cxvm_result_str kernel "$CXVM_KERNEL"
 cxvm_result nproc "$(nproc)"
+cxvm_result_str via "$via"
 modprobe nbd || cxvm_fail "modprobe nbd"
+CTL=$CXIOSYNC_BUILD_DIR/dbus/cxiosyncctl
+if [ "$via" = ctl ]; then
+	. "$CXVM_DIR/scenarios/daemon_common.inc"
+	mkdir -p /run/dbus /usr/share/dbus-1/system.d
+	cp "$CXIOSYNC_SOURCE_DIR/packaging/org.cxiosync1.conf" /usr/share/dbus-1/system.d/ ||
+		cxvm_fail "cannot install the bus policy"
+	dbus-daemon --system --fork || cxvm_fail "dbus-daemon --system did not start"
+	for _ in $(seq 100); do [ -S /run/dbus/system_bus_socket ] && break; sleep 0.1; done
+	cxvm_cgroup_setup
+	cxd_config <"$CXIOSYNC_SOURCE_DIR/packaging/cxiosync.yaml"
+	cxd_start --bus=system
+fi
+# ctl_add ARGS...: cxiosyncctl loop add ARGS (JSON); sets $dev and $ctl_workers.
+ctl_add() {
+	local out
+	out=$("$CTL" loop add "$@" --json=short) || { echo "cxiosyncctl loop add $*: $out" >&2 && return 1; }
+	dev=$(jq -r .device <<<"$out")
+	ctl_workers=$(jq -r .workers <<<"$out")
+}
 modprobe brd rd_nr=1 rd_size=$(((readers * region_mb + 96) * 1024)) || cxvm_fail "modprobe brd"
 modprobe dm-delay || cxvm_fail "modprobe dm-delay"
 export DM_DISABLE_UDEV=1
@@ -54,6 +78,19 @@ sync
 nbd_pid=
 attach() { # ROW -> sets $dev (no command substitution: the server must not hold its pipe)
 	dev=
+	if [ "$via" = ctl ]; then
+		case $1 in
+		loop_buffered) ctl_add "$img" --direct-io=off ;;
+		loop_dio) ctl_add "$img" --direct-io=on ;;
+		loop_dio_qd*) ctl_add "$img" --direct-io=on --queue-depth "${1#loop_dio_qd}" ;;
+		nbd*)
+			ctl_add "$img" --backend nbd --workers "${1#nbd}" || return 1
+			[ "$ctl_workers" = "${1#nbd}" ] || { echo "workers read back: $ctl_workers" >&2 && return 1; }
+			;;
+		esac
+		[ -n "$dev" ]
+		return
+	fi
 	case $1 in
 	loop_buffered) dev=$(cxl add --direct-io=off "$img") ;;
 	loop_dio) dev=$(cxl add --direct-io=on "$img") ;;
@@ -77,6 +114,10 @@ attach() { # ROW -> sets $dev (no command substitution: the server must not hold
 	[ -n "$dev" ]
 }
 detach() { # ROW DEV
+	if [ "$via" = ctl ]; then
+		"$CTL" loop detach "$2" >/dev/null
+		return
+	fi
 	case $1 in
 	loop*) cxl detach "$2" >/dev/null ;;
 	nbd*) kill -TERM "$nbd_pid" && wait "$nbd_pid" ;;
@@ -90,7 +131,7 @@ for r in $(seq "$reps"); do
 		info="max_sectors_kb=$(cat $q/max_sectors_kb) max_segments=$(cat $q/max_segments) lbs=$(cat $q/logical_block_size)"
 		case $row in
 		loop*) info="$info dio=$(cxl_sys "$dev" loop/dio) nr_requests=$(cxl_sys "$dev" queue/nr_requests)" ;;
-		nbd*) info="$info hw_queues=$(ls /sys/block/${dev#/dev/}/mq | wc -l)" ;;
+		nbd*) info="$info hw_queues=$(ls /sys/block/${dev#/dev/}/mq | wc -l)${ctl_workers:+ workers_read_back=$ctl_workers}" ;;
 		esac
 		mount -o ro,noload "$dev" /mnt/up || cxvm_fail "mount $row"
 		read -r nr0 _ nsec0 _ </sys/block/${dev#/dev/}/stat # counters survive detach: diff
@@ -120,6 +161,7 @@ cxvm_result_str rows "$rows"
 [ -s /tmp/nbd.log ] && cxvm_save /tmp/nbd.log nbd.log
 umount /mnt/back
 dmsetup remove --noudevsync cxslow
+[ "$via" = ctl ] && cxd_stop
 cxl_no_leaks
 for f in /sys/block/nbd*/pid; do [ -e "$f" ] && cxvm_fail "nbd device left connected: $f"; done
 cxvm_log ok

@@ -324,6 +324,188 @@ TEST_F(DbusLoop, AddListShowSetDetachThroughTheCli) {
   EXPECT_TRUE(env().serverAlive());
 }
 
+// Backend, workers and queue depth: set at setup and live, read back from sysfs, shown by
+// cxiosyncctl (text and JSON), NotSupported where the kernel loop has no such knob.
+TEST_F(DbusLoop, WorkersQueueDepthAndBackendThroughTheBusAndTheCli) {
+  serve();
+  std::string img = image("qd.img");
+  auto add = ctl({"loop", "add", img, "--backend=kernel", "--queue-depth", "32", "--json=short"});
+  ASSERT_EQ(add.rc, 0) << add.err;
+  const std::string name = jsonString(add.out, "name");
+  ASSERT_FALSE(name.empty()) << add.out;
+  EXPECT_EQ(slurp("/sys/block/" + name + "/queue/nr_requests"), "32");
+  EXPECT_NE(add.out.find("\"backend\":\"kernel\",\"workers\":1,\"queue_depth\":32"),
+            std::string::npos)
+      << add.out;
+
+  auto text = ctl({"loop", "list"});
+  ASSERT_EQ(text.rc, 0) << text.err;
+  for (const char* col : {"BACKEND", "WORKERS", "QDEPTH"})
+    EXPECT_NE(text.out.find(col), std::string::npos) << col << "\n" << text.out;
+  auto showText = ctl({"loop", "show", name});
+  EXPECT_NE(showText.out.find("Queue depth: 32"), std::string::npos) << showText.out;
+  EXPECT_NE(showText.out.find("Backend: kernel"), std::string::npos) << showText.out;
+
+  auto set = ctl({"loop", "set", name, "--queue-depth=64", "--json=short"});
+  ASSERT_EQ(set.rc, 0) << set.err;
+  EXPECT_EQ(slurp("/sys/block/" + name + "/queue/nr_requests"), "64");
+  EXPECT_NE(set.out.find("\"queue_depth\":64"), std::string::npos) << set.out;
+  // Beyond the loop module's hw_queue_depth (128 unless changed): refused, unchanged.
+  const std::string hw = slurp("/sys/module/loop/parameters/hw_queue_depth");
+  if (!hw.empty() && std::stoul(hw) < 4096) {
+    auto big = ctl({"loop", "set", name, "--queue-depth=4096"});
+    EXPECT_EQ(big.rc, 2) << big.err;
+    EXPECT_NE(big.err.find("hw_queue_depth"), std::string::npos) << big.err;
+    EXPECT_EQ(slurp("/sys/block/" + name + "/queue/nr_requests"), "64");
+  }
+
+  // The kernel loop has one worker per issuing cgroup: no per-device count to set.
+  auto workers = ctl({"loop", "set", name, "--workers=4"});
+  EXPECT_EQ(workers.rc, 1) << workers.err;
+  EXPECT_NE(workers.err.find("no worker count"), std::string::npos) << workers.err;
+  const std::string path = "/org/cxiosync1/loop/" + name;
+  EXPECT_EQ(rawLoopCall(path, "SetWorkers", uint32_t{4}, Opts{}),
+            "org.cxiosync1.Error.NotSupported");
+  EXPECT_EQ(rawLoopCall(path, "SetWorkers", uint32_t{0}, Opts{}),
+            "org.cxiosync1.Error.InvalidArgument");
+  EXPECT_EQ(rawLoopCall(path, "SetQueueDepth", uint32_t{16}, Opts{}), "");
+
+  auto c = conn();
+  auto proxy = compat::createProxy(*c, "org.cxiosync1", path);
+  std::map<std::string, sdbus::Variant> props;
+  proxy->callMethod("GetAll")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .withArguments(std::string("org.cxiosync1.Loop"))
+      .storeResultsTo(props);
+  EXPECT_EQ(props["Backend"].get<std::string>(), "kernel");
+  EXPECT_EQ(props["Workers"].get<uint32_t>(), 1u);
+  EXPECT_EQ(props["QueueDepth"].get<uint32_t>(), 16u);
+  EXPECT_EQ(props["RequestDepth"].get<uint32_t>(), 16u);
+  EXPECT_FALSE(props["WorkersSettable"].get<bool>());
+  EXPECT_TRUE(props["QueueDepthSettable"].get<bool>());
+  EXPECT_EQ(ctl({"loop", "detach", name}).rc, 0);
+  EXPECT_TRUE(goneSoon(name));
+
+  // Workers the kernel loop cannot have: InvalidArgument, nothing created.
+  const auto loopsBefore = ours();
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto k = rawSetup(fd, Opts{{"backend", sdbus::Variant(std::string("kernel"))},
+                             {"workers", sdbus::Variant(uint32_t{4})}});
+  EXPECT_EQ(k.error, "org.cxiosync1.Error.InvalidArgument");
+  auto q = rawSetup(fd, Opts{{"backend", sdbus::Variant(std::string("nbd"))},
+                             {"queue_depth", sdbus::Variant(uint32_t{32})}});
+  EXPECT_NE(q.error, "") << "queue_depth is a kernel loop setting";
+  if (q.deviceFd >= 0) close(q.deviceFd);
+  close(fd);
+  EXPECT_EQ(ours(), loopsBefore);
+}
+
+// A live change of the queue depth is announced: PropertiesChanged on the Loop object with
+// the value read back.
+TEST_F(DbusLoop, SetQueueDepthEmitsPropertiesChanged) {
+  serve();
+  std::string img = image("pc.img");
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{});
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  close(s.deviceFd);
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  auto c = conn();
+  auto proxy = compat::createProxy(*c, "org.cxiosync1", s.path);
+  std::map<std::string, sdbus::Variant> seen;
+  proxy->uponSignal("PropertiesChanged")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .call([&](const std::string& iface, const std::map<std::string, sdbus::Variant>& changed,
+                const std::vector<std::string>&) {
+        if (iface == "org.cxiosync1.Loop") seen = changed;
+      });
+  compat::finishSubscriptions(*proxy);
+  EXPECT_EQ(rawLoopCall(s.path, "SetQueueDepth", uint32_t{48}, Opts{}), "");
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (seen.empty() && std::chrono::steady_clock::now() < deadline) {
+    while (compat::processPending(*c)) {
+    }
+    auto pd = compat::pollData(*c);
+    struct pollfd p[2] = {{pd.fd, pd.events, 0}, {pd.eventFd, POLLIN, 0}};
+    poll(p, 2, 100);
+  }
+  ASSERT_TRUE(seen.count("QueueDepth")) << "no PropertiesChanged with QueueDepth";
+  EXPECT_EQ(seen["QueueDepth"].get<uint32_t>(), 48u);
+  EXPECT_EQ(seen["Workers"].get<uint32_t>(), 1u);
+  EXPECT_EQ(slurp("/sys/block/" + name + "/queue/nr_requests"), "48");
+  EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
+  EXPECT_TRUE(goneSoon(name));
+}
+
+// Partition scanning parses the caller's bytes in the kernel: root only. A non-root caller
+// (allowed by polkit) gets a device without it, and only a read-only handle.
+TEST_F(DbusLoop, PartscanIsOffAndTheHandleReadOnlyForANonRootCaller) {
+  serve({"--as-uid=65534", "--polkit=allow"});
+  std::string img = image("pscan.img");
+  int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto s = rawSetup(fd, Opts{{"partscan", sdbus::Variant(true)}});
+  close(fd);
+  ASSERT_EQ(s.error, "");
+  const std::string name = s.path.substr(s.path.rfind('/') + 1);
+  EXPECT_EQ(sysLoop(name, "partscan"), "0") << "partscan forced off for uid 65534";
+  ASSERT_GE(s.deviceFd, 0);
+  EXPECT_EQ(fcntl(s.deviceFd, F_GETFL) & O_ACCMODE, O_RDONLY);
+  close(s.deviceFd);
+  EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
+  EXPECT_TRUE(goneSoon(name));
+  env().stopServer();
+  // Root keeps it.
+  serve();
+  fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto r = rawSetup(fd, Opts{{"partscan", sdbus::Variant(true)}});
+  close(fd);
+  ASSERT_EQ(r.error, "");
+  const std::string rootName = r.path.substr(r.path.rfind('/') + 1);
+  EXPECT_EQ(sysLoop(rootName, "partscan"), "1");
+  close(r.deviceFd);
+  EXPECT_EQ(rawLoopCall(r.path, "Detach", Opts{}), "");
+  EXPECT_TRUE(goneSoon(rootName));
+}
+
+// Ownership is of one attach (diskseq), not of a device number plus a file: detached behind
+// cxiosync's back and attached again by someone else, to the same file, the device is
+// foreign. Before diskseq was recorded, the same dev/inode made it "ours" again.
+TEST_F(DbusLoop, ADeviceReattachedBySomeoneElseIsNotOurs) {
+  serve();
+  std::string img = image("reattach.img");
+  auto add = ctl({"loop", "add", img, "--json=short"});
+  ASSERT_EQ(add.rc, 0) << add.err;
+  const std::string name = jsonString(add.out, "name");
+  ASSERT_FALSE(name.empty());
+  if (!fs::exists("/sys/block/" + name + "/diskseq")) {
+    EXPECT_EQ(ctl({"loop", "detach", name}).rc, 0);
+    EXPECT_TRUE(goneSoon(name));
+    GTEST_SKIP() << "no diskseq (Linux < 5.15)";
+  }
+  EXPECT_NE(ctl({"loop", "show", name, "--json=short"}).out.find("\"foreign\":false"),
+            std::string::npos);
+  // Someone else: LOOP_CLR_FD, then the same file attached to the same device.
+  {
+    int dev = open(("/dev/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(dev, 0);
+    ASSERT_EQ(ioctl(dev, LOOP_CLR_FD, 0), 0);
+    close(dev);
+  }
+  ASSERT_TRUE(goneSoon(name));
+  auto ls = run({"/sbin/losetup", "/dev/" + name, img});
+  if (ls.rc != 0) GTEST_SKIP() << "losetup failed: " << ls.err;
+  // The object's properties are cached for up to one second (loop_server.h).
+  std::this_thread::sleep_for(1100ms);
+  auto show = ctl({"loop", "show", name, "--json=short"});
+  EXPECT_EQ(show.rc, 0) << show.err;
+  EXPECT_NE(show.out.find("\"foreign\":true"), std::string::npos) << show.out;
+  auto det = ctl({"loop", "detach", name});
+  EXPECT_EQ(det.rc, 4) << "not ours: root needs --force\n" << det.err;
+  EXPECT_EQ(ctl({"loop", "detach", name, "--force"}).rc, 0);
+  EXPECT_TRUE(goneSoon(name));
+}
+
 TEST_F(DbusLoop, PropertiesAndIntrospectionOfALoopObject) {
   serve();
   std::string img = image("p.img");

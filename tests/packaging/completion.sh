@@ -15,6 +15,9 @@ mkdir -p "$tmp/cg/system.slice/cron.service" "$tmp/cg/backup.slice" "$tmp/cg/ini
 mkdir -p "$tmp/sys/block/loop0/loop" "$tmp/sys/block/loop1" "$tmp/sys/block/loop12/loop"
 echo /srv/disk.img >"$tmp/sys/block/loop0/loop/backing_file"
 echo /srv/other.img >"$tmp/sys/block/loop12/loop/backing_file"
+# nbd devices: connected ones (a server pid) only.
+mkdir -p "$tmp/sys/block/nbd0" "$tmp/sys/block/nbd1"
+echo 4242 >"$tmp/sys/block/nbd1/pid"
 export _CXIOSYNCCTL_CGROUP_ROOT=$tmp/cg _CXIOSYNCCTL_SYS_ROOT=$tmp/sys
 
 # shellcheck source=/dev/null
@@ -63,7 +66,11 @@ expect "off pretty short" cxiosyncctl list --json =
 expect "--json=short" cxiosyncctl --json=sh
 expect "session system" cxiosyncctl --bus ""
 expect "add detach list set show" cxiosyncctl loop ""
-expect "loop0 loop12" cxiosyncctl loop show ""
+expect "loop0 loop12 nbd1" cxiosyncctl loop show ""
+expect "nbd1" cxiosyncctl loop set --workers 2 n
+expect "auto kernel nbd" cxiosyncctl loop add --backend ""
+expect "--backend=" cxiosyncctl loop add disk.img --back
+expect "--queue-depth" cxiosyncctl loop set loop0 --queue
 expect "loop12" cxiosyncctl loop detach --force loop1
 expect "/dev/loop0 /dev/loop12" cxiosyncctl loop set /dev/l
 expect "auto off on" cxiosyncctl loop add --direct-io ""

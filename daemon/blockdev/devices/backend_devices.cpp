@@ -25,6 +25,7 @@ BlockDeviceInfo KernelLoopBackend::toInfo(const LoopDeviceInfo& d) {
   b.directIo = d.kernel.directIo;
   b.workers = d.workers;  // one loop worker per issuing cgroup; no per-device count exists
   b.queueDepth = d.kernel.requestDepth;
+  b.blockSize = d.kernel.logicalBlockSize;
   // Buffered: the worker handles one request at a time. Direct I/O: submitted
   // asynchronously, up to nr_requests at once.
   b.inFlightMax = static_cast<int>(d.inFlightMax);

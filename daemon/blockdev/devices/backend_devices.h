@@ -100,6 +100,7 @@ class BlockDevices {
 
   const BackendAvailability& availability() const { return avail_; }
   LoopManager& loopManager() { return *loop_; }
+  NbdManager& nbdManager() { return *nbd_; }
   // Chooses the backend (chooseBackend) and sets the device up.
   Result<BlockSetupResult> setup(int backingFd, const BlockSetupOptions& o, uint32_t uid);
   Result<std::vector<BlockDeviceInfo>> list(bool includeForeign);

@@ -124,6 +124,7 @@ Result<LoopKernelState> LoopSysfs::read(int index) const {
   if (auto lbs = rd(loopfile::kLogicalBlockSize))
     s.logicalBlockSize = static_cast<uint32_t>(toU64(*lbs));
   if (auto nr = rd(loopfile::kNrRequests)) s.requestDepth = static_cast<uint32_t>(toU64(*nr));
+  if (auto seq = rd(loopfile::kDiskseq)) s.diskseq = toU64(*seq);
   auto bf = rd(loopfile::kBackingFile);
   if (!bf) {
     if (isGone(bf.error())) return s;  // not bound: no loop/ directory

@@ -45,6 +45,8 @@ inline constexpr const char* kPartscan = "loop/partscan";
 inline constexpr const char* kDio = "loop/dio";
 inline constexpr const char* kLogicalBlockSize = "queue/logical_block_size";
 inline constexpr const char* kNrRequests = "queue/nr_requests";
+// Linux 5.15+: a number the kernel increments on every attach (and detach) of the device.
+inline constexpr const char* kDiskseq = "diskseq";
 inline constexpr const char* kDevBlock = "dev/block";  // MAJ:MIN -> device dir
 inline constexpr const char* kPartition = "partition";
 }  // namespace loopfile

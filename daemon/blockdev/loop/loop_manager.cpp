@@ -298,6 +298,9 @@ Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& req
   rec.directIoNote = res.directIoNote;
   rec.blockSizeChosen = bs.size;
   rec.blockSizeSource = bs.source;
+  // Read after every step of ours above, so the record holds the sequence number of the
+  // attach we made (none of our later changes moves it; only an attach or detach does).
+  if (auto now = kernel_->sysfs().read(d.index); now && now->diskseq) rec.diskseq = *now->diskseq;
   if (auto r = recordOwner(d, rec); !r) return r.error();
 
   auto shown = info(d.index, {rec});

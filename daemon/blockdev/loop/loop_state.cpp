@@ -59,6 +59,8 @@ std::string loopRecordsToJson(const std::vector<LoopRecord>& records) {
                      {"block_size_chosen", r.blockSizeChosen},
                      {"block_size_source", blockSizeSourceName(r.blockSizeSource)},
                      {"direct_io_note", jsonBytes(r.directIoNote)}});
+    // Only when known: a file written on a kernel without diskseq reads as it always did.
+    if (r.diskseq) loops.back()["diskseq"] = r.diskseq;
   }
   return jsonDump(Json{{"version", 1}, {"loops", std::move(loops)}}, 2) + "\n";
 }
@@ -71,7 +73,7 @@ Result<LoopRecord> loopRecordFromJson(const Json& n) {
   JsonFields f(n);
   f.require("index").require("uid").require("backing_dev").require("backing_inode");
   f.num("index", r.index).num("uid", r.uid).num("created", r.createdUnix);
-  f.text("backing_dev", dev).num("backing_inode", r.backingInode);
+  f.text("backing_dev", dev).num("backing_inode", r.backingInode).num("diskseq", r.diskseq);
   f.bytes("backing_file", r.backingFile).text("backend", r.backend);
   f.num("block_size_chosen", r.blockSizeChosen).text("block_size_source", source);
   f.bytes("direct_io_note", r.directIoNote);
@@ -208,6 +210,14 @@ ReconcileResult reconcileLoopRecords(std::vector<LoopRecord> records,
     const LoopKernelState& k = it->second;
     if (!k.bound) {
       res.dropped.push_back({std::move(r), name + " was detached"});
+      continue;
+    }
+    if (r.diskseq != 0 && k.diskseq && *k.diskseq != r.diskseq) {
+      res.dropped.push_back({std::move(r), name +
+                                               " was attached again since cxiosync set it up "
+                                               "(diskseq " +
+                                               std::to_string(*k.diskseq) + ", recorded " +
+                                               std::to_string(r.diskseq) + "): not ours"});
       continue;
     }
     if (k.backingFsDevice && k.backingInode) {

@@ -61,6 +61,7 @@ struct ReconcileResult {
 
 // Compares records with what the kernel shows (index -> state; absent = no such device):
 //   device gone or no longer bound                    -> drop ("detached")
+//   attached again since (diskseq differs, both known) -> drop ("not ours")
 //   bound to a different backing file (dev/inode)     -> drop ("not ours any more")
 //   dev/inode unknown (device not openable): compare the sysfs backing path instead.
 // Two records for one index: the newest wins. Pure.

@@ -6,8 +6,8 @@
 // (flock on nbd.lock), like loops.json for kernel loop devices.
 //
 // Rules as for loop devices: a device cxiosync did not set up (nbd-client, qemu-nbd) is
-// foreign and never touched except by root with force; a non-root caller may only detach
-// its own devices (the bus layer asks polkit for others').
+// foreign and never touched except by root with force; whether a caller may detach another
+// uid's device is the bus layer's decision (polkit loop-delete-others), as for loop devices.
 #include <sys/types.h>
 
 #include <chrono>

@@ -20,8 +20,10 @@ TEST(LoopCli, DeviceNames) {
   EXPECT_EQ(*loopNameArg("/dev/loop3"), "loop3");
   EXPECT_EQ(*loopNameArg("3"), "loop3");
   EXPECT_EQ(*loopNameArg("0"), "loop0");
-  for (const char* bad : {"", "sda", "loop", "loop03", "loop-1", "/dev/sda", "loop3p1", "../loop3",
-                          "loop99999999999"}) {
+  EXPECT_EQ(*loopNameArg("nbd0"), "nbd0");
+  EXPECT_EQ(*loopNameArg("/dev/nbd12"), "nbd12");
+  for (const char* bad : {"", "sda", "loop", "loop03", "nbd", "nbd01", "nbd-1", "nbd1p1", "loop-1",
+                          "/dev/sda", "loop3p1", "../loop3", "loop99999999999"}) {
     EXPECT_FALSE(loopNameArg(bad).ok()) << bad;
   }
 }
@@ -74,6 +76,16 @@ TEST(LoopCli, ArgumentChecks) {
   EXPECT_TRUE(parse({"loop", "set", "loop1", "--direct-io=off"}).ok());
   EXPECT_TRUE(parse({"loop", "set", "loop1", "--block-size", "4K", "--capacity"}).ok());
   EXPECT_TRUE(parse({"loop", "detach", "2", "--force"}).ok());
+  auto w = parse({"loop", "add", "/x", "--backend=nbd", "--workers", "4", "--nbd-timeout=30"});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(*w->options.loop.backend, "nbd");
+  EXPECT_EQ(*w->options.loop.workers, 4u);
+  EXPECT_EQ(*w->options.loop.nbdTimeout, 30u);
+  auto q = parse({"loop", "set", "loop1", "--queue-depth=64"});
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(*q->options.loop.queueDepth, 64u);
+  EXPECT_TRUE(parse({"loop", "set", "nbd0", "--workers=2", "--force"}).ok());
+  EXPECT_TRUE(parse({"loop", "add", "/x", "--queue-depth", "32", "--backend", "kernel"}).ok());
   for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
            {"loop"},
            {"loop", "frob"},
@@ -92,6 +104,17 @@ TEST(LoopCli, ArgumentChecks) {
            {"loop", "set", "loop1", "--direct-io=auto"},
            {"loop", "set", "loop1", "--read-only", "--capacity"},
            {"loop", "detach", "loop1", "--capacity"},
+           {"loop", "add", "/x", "--backend=ublk"},
+           {"loop", "add", "/x", "--workers=0"},
+           {"loop", "add", "/x", "--workers=17"},
+           {"loop", "add", "/x", "--workers=4x"},
+           {"loop", "add", "/x", "--workers=-1"},
+           {"loop", "add", "/x", "--queue-depth=2"},
+           {"loop", "set", "loop1", "--backend=nbd"},
+           {"loop", "set", "loop1", "--nbd-timeout=3"},
+           {"loop", "list", "--workers=2"},
+           {"loop", "detach", "loop1", "--queue-depth=8"},
+           {"status", "--workers=2"},
            {"list", "--all"},
            {"show", "/a", "--force"},
        }) {
@@ -144,6 +167,29 @@ TEST(LoopCli, Rendering) {
   EXPECT_NE(loopText(d).find("foreign (snap)"), std::string::npos);
 }
 
+// Backend, workers and queue depth: columns of list and show, and JSON keys, all read back.
+TEST(LoopCli, BackendWorkersAndQueueDepth) {
+  auto d = sample();
+  d.backend = "nbd";
+  d.name = "nbd0";
+  d.device = "/dev/nbd0";
+  d.workers = 4;
+  d.queueDepth = 128;
+  auto text = loopsText({d}, true, false);
+  for (const char* h : {"BACKEND", "WORKERS", "QDEPTH"})
+    EXPECT_NE(text.find(h), std::string::npos) << text;
+  EXPECT_NE(text.find("nbd "), std::string::npos) << text;
+  auto show = loopText(d);
+  EXPECT_NE(show.find("Workers"), std::string::npos) << show;
+  EXPECT_NE(show.find("Queue depth"), std::string::npos) << show;
+  auto j = loopJson(d).dump(false);
+  EXPECT_NE(j.find("\"backend\":\"nbd\",\"workers\":4,\"queue_depth\":128"), std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"workers_settable\":false"), std::string::npos) << j;
+  auto list = loopsJson({d}).dump(false);
+  EXPECT_NE(list.find("\"workers\":4"), std::string::npos) << list;
+}
+
 TEST(LoopWire, SetupOptions) {
   using V = sdbus::Variant;
   auto ok = dbus::wire::parseLoopSetupOptions({{"read_only", V(true)},
@@ -173,6 +219,12 @@ TEST(LoopWire, SetupOptions) {
            {{"block_size", V(uint32_t{131072})}},
            {{"direct_io", V(std::string("yes"))}},
            {{"offset", V(uint64_t{1} << 63)}},
+           {{"backend", V(std::string("ublk"))}},
+           {{"backend", V(true)}},
+           {{"workers", V(uint32_t{17})}},
+           {{"workers", V(int32_t{4})}},
+           {{"queue_depth", V(uint32_t{2})}},
+           {{"nbd_timeout", V(uint32_t{100000})}},
        }) {
     auto r = dbus::wire::parseLoopSetupOptions(bad);
     EXPECT_FALSE(r.ok()) << bad.begin()->first;
@@ -206,6 +258,17 @@ TEST(LoopWire, NamesPathsAndUtf8) {
   EXPECT_EQ(back->name, "loop3");
   EXPECT_EQ(back->directIoNote, d.directIoNote);
   EXPECT_EQ(back->requestDepth, 128u);
+  d.workers = 4;
+  d.queueDepth = 64;
+  d.queueDepthSettable = true;
+  back = dbus::wire::loopFromWire(dbus::wire::toWire(d));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->workers, 4u);
+  EXPECT_EQ(back->queueDepth, 64u);
+  EXPECT_TRUE(back->queueDepthSettable);
+  EXPECT_FALSE(back->workersSettable);
+  EXPECT_EQ(dbus::wire::loopNameOfPath("/org/cxiosync1/loop/nbd2"), "nbd2");
+  EXPECT_EQ(dbus::wire::loopNameOfPath("/org/cxiosync1/loop/nbd02"), "");
   // A backing file's name is any bytes: the wire has the \xNN text form, reversibly.
   d.backingFile = "/srv/caf\xc3\xa9-\xff.img";
   back = dbus::wire::loopFromWire(dbus::wire::toWire(d));

@@ -254,6 +254,39 @@ TEST(Reconcile, FallsBackToPathWhenStatusUnknown) {
   EXPECT_TRUE(r.kept.empty());
 }
 
+// A device detached and attached again by someone else, to the very same file, is not ours:
+// the kernel's diskseq moved on. (dev/inode alone said "ours" before.)
+TEST(Reconcile, AReattachedDeviceIsNotOursEvenOnTheSameFile) {
+  LoopRecord a = rec(0, 1);
+  a.diskseq = 41;
+  auto k = bound(0, {8, 1}, 1000);
+  k.diskseq = 41;
+  EXPECT_EQ(reconcileLoopRecords({a}, {{0, k}}).kept.size(), 1u);
+  k.diskseq = 43;  // detached (42) and attached again (43)
+  auto r = reconcileLoopRecords({a}, {{0, k}});
+  EXPECT_TRUE(r.kept.empty());
+  ASSERT_EQ(r.dropped.size(), 1u);
+  EXPECT_NE(r.dropped[0].reason.find("attached again"), std::string::npos) << r.dropped[0].reason;
+  // Unknown on either side (a kernel before 5.15, an older record): dev/inode decide.
+  k.diskseq.reset();
+  EXPECT_EQ(reconcileLoopRecords({a}, {{0, k}}).kept.size(), 1u);
+  a.diskseq = 0;
+  k.diskseq = 43;
+  EXPECT_EQ(reconcileLoopRecords({a}, {{0, k}}).kept.size(), 1u);
+}
+
+TEST(LoopStateJson, DiskseqRoundTripsAndIsOptional) {
+  LoopRecord a = rec(0, 1);
+  a.diskseq = 123456789012ull;
+  auto text = loopRecordsToJson({a, rec(1, 1)});
+  EXPECT_NE(text.find("\"diskseq\": 123456789012"), std::string::npos) << text;
+  auto out = loopRecordsFromJson(text);
+  ASSERT_TRUE(out) << out.error().message;
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_EQ((*out)[0].diskseq, 123456789012ull);
+  EXPECT_EQ((*out)[1].diskseq, 0u);
+}
+
 TEST(Reconcile, NewestDuplicateWins) {
   LoopRecord older = rec(0, 1, 10), newer = rec(0, 2, 20);
   auto r = reconcileLoopRecords({older, newer}, {{0, bound(0, {8, 1}, 1000)}});
