@@ -15,6 +15,8 @@ PACKAGES=(
   # the real-kernel VM tier and the demo
   qemu-system-x86 qemu-utils linux-image-amd64 busybox-static kmod cpio e2fsprogs
   util-linux fio python3 jq procps
+  # containers in the VM tier (systemd_podman: --device-write-bps); no registry is used
+  podman
   # the Debian package (scripts/build-deb.sh)
   debhelper dpkg-dev fakeroot
   # man pages (scdoc renders them; man-db and groff check them) and the package check
