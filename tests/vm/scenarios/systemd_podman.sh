@@ -77,8 +77,9 @@ until [ "$(grep "^$CXVM_SCRATCH_MAJMIN " "$LIMCG/io.max")" = "$WANT_LIMIT" ]; do
 	[ "$(cxvm_now_ms)" -ge "$end" ] && cxvm_fail "$LIMCG io.max not restored: $(cat "$LIMCG/io.max")"
 	sleep 0.1
 done
-journalctl -q -u cxiosyncd -o cat | grep 'action=boost' | grep -q 'libpod-' ||
-	cxvm_fail "no boost of the container's cgroup in cxiosyncd's journal"
+journalctl -q -u cxiosyncd -o cat >"$CXVM_OUT/cxiosyncd.journal"
+grep -q "^boost ${LIMCG#/sys/fs/cgroup} on $CXVM_SCRATCH_MAJMIN: wbps 1048576 -> " "$CXVM_OUT/cxiosyncd.journal" ||
+	cxvm_fail "no boost of the container's cgroup in cxiosyncd's journal: $(grep -E 'boost|lift' "$CXVM_OUT/cxiosyncd.journal" | tail -3)"
 cxvm_result sync_without_ms "$t_without"
 cxvm_result sync_with_ms "$t_with"
 [ "$t_with" -lt $((t_without / 3)) ] ||
