@@ -129,12 +129,17 @@ Status Daemon::setupSources() {
   deadlineTimer_ = deadline.value();
   (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
   if (sensors_->fd() >= 0) {
-    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [this](uint32_t) {
+    auto drain = [this] {
       sensors_->onReadable();
       // A sync entered or left: plan now rather than at the next poll tick.
       if (sensors_->detector().changed()) this->tick();
-    });
+    };
+    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [drain](uint32_t) { drain(); });
     if (!io) return io.error();
+    // The trace pipe's wakeup can be missed (trace_detector.h): read it every poll period
+    // even while the tick itself idles at kIdleTick. One read() that says EAGAIN, ~2 us.
+    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval, drain);
+    if (!t) return t.error();
   }
   if (auto wd = notifier_.watchdogPingInterval()) {
     notifier_.watchdog();
@@ -348,7 +353,7 @@ void Daemon::tick() {
   if (stopping_) return;
   const TimePoint now = Clock::now();
   ++ticks_;
-  auto snap = sensors_->tick(now);
+  auto snap = sensors_->tick(now, executor_->activeCount() > 0);
   const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
@@ -370,19 +375,7 @@ void Daemon::tick() {
     for (const auto& sy : s.syncers) changed = dropIns_->track(sy.cgroup, now) || changed;
     if (changed) rebuildPolicy();
   }
-  // Syncs seen, counted once per sync call.
-  std::set<std::pair<int64_t, int64_t>> current;
-  for (const auto& sy : s.syncers) {
-    std::pair<int64_t, int64_t> key{sy.tid, usecOf(sy.since)};
-    current.insert(key);
-    if (!knownSyncers_.count(key)) {
-      ++syncsSeen_[syncSyscallName(sy.syscall)];
-      spdlog::debug("syncer seen {:.1f} ms after it entered the call ({} waits-on)  {}",
-                    std::chrono::duration<double, std::milli>(now - sy.since).count(),
-                    sy.waitsOn.size(), syncerText(sy));
-    }
-  }
-  knownSyncers_ = std::move(current);
+  traceSyncers(s, now);
 
   PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
   PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
@@ -418,6 +411,26 @@ void Daemon::tick() {
   setIdleTick(sensors_->detectorKind() == DetectorKind::Tracefs && s.syncers.empty() &&
               executor_->activeCount() == 0);
   if (observer_) observer_->afterTick(s, plan);
+}
+
+void Daemon::traceSyncers(const Snapshot& s, TimePoint now) {
+  // Syncs seen, counted once per sync call, and the end of each: the daemon's own trace of
+  // its syncer set, which storm_soak.check.py compares with /proc samples. "left" first: a
+  // thread that left one call and entered the next between two ticks reads in order.
+  std::set<std::pair<int64_t, int64_t>> current;
+  for (const auto& sy : s.syncers) current.insert({sy.tid, usecOf(sy.since)});
+  for (const auto& [tid, since] : knownSyncers_)
+    if (!current.count({tid, since}))
+      spdlog::debug("syncer left after {:.1f} ms  syncer_tid={}", (usecOf(now) - since) / 1000.0,
+                    tid);
+  for (const auto& sy : s.syncers) {
+    if (knownSyncers_.count({sy.tid, usecOf(sy.since)})) continue;
+    ++syncsSeen_[syncSyscallName(sy.syscall)];
+    spdlog::debug("syncer seen {:.1f} ms after it entered the call ({} waits-on)  {}",
+                  std::chrono::duration<double, std::milli>(now - sy.since).count(),
+                  sy.waitsOn.size(), syncerText(sy));
+  }
+  knownSyncers_ = std::move(current);
 }
 
 void Daemon::setIdleTick(bool idle) {

@@ -75,6 +75,8 @@ class Daemon {
   Status setupSources();
   void execute(const PlanResult& plan, TimePoint now);
   void logRefusal(const Refuse& r);
+  // Counts and logs syncers entering and leaving the set ("syncer seen"/"syncer left").
+  void traceSyncers(const Snapshot& s, TimePoint now);
   void onSignal(const signalfd_siginfo& si);
   void stop();
   void updateStatus();

@@ -366,9 +366,12 @@ Sensors::~Sensors() {
   detector_.reset();  // removes the tracefs instance while tracefs_ is still open
 }
 
-Result<Snapshot> Sensors::tick(TimePoint now) {
+Result<Snapshot> Sensors::tick(TimePoint now, bool boosted) {
   if (auto st = builder_->refresh(now); !st) return st.error();
-  if (auto st = detector_->tick(builder_->anyLimitedDirty()); !st) return st.error();
+  DetectorTick dt;
+  dt.limitedDirty = builder_->anyLimitedDirty();
+  dt.boosted = boosted;
+  if (auto st = detector_->tick(dt); !st) return st.error();
   auto syncers = detector_->syncers();
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.

@@ -177,8 +177,9 @@ class Sensors {
 
   int fd() const { return detector_->fd(); }
   void onReadable() { detector_->onReadable(); }
-  // Detector tick (gated by the last snapshot's anyLimitedDirty()) + build().
-  Result<Snapshot> tick(TimePoint now);
+  // Detector tick (told the last snapshot's anyLimitedDirty() and `boosted`: a boost is in
+  // force, see DetectorTick) + build().
+  Result<Snapshot> tick(TimePoint now, bool boosted = false);
 
  private:
   Sensors() = default;
