@@ -165,7 +165,7 @@ TEST_F(SyncerInvariantTest, TraceTickFindsAnUnreadEnterWhileSomethingIsKnownOrBo
   ASSERT_TRUE(det->tick(DetectorTick{true, false}).ok());
   EXPECT_TRUE(det->syncers().empty());  // nothing known nor boosted: events only
   ASSERT_TRUE(det->tick(DetectorTick{false, true}).ok());
-  EXPECT_EQ(tids(det->syncers()), (std::vector<int64_t>{133, 150}));
+  ASSERT_EQ(tids(det->syncers()), (std::vector<int64_t>{133, 150}));
   // Its enter read later is the same call: not a new one (its `since` is kept).
   const TimePoint since = det->syncers()[1].since;
   (void)det->changed();

@@ -69,7 +69,7 @@ def pause(r):
 
 def syncer(kind, target, seed):
     r = random.Random(seed)
-    if kind == "sync":
+    if target is None:
         fn = os.sync
     else:
         fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)

@@ -45,6 +45,8 @@ detector: $DETECTOR
 YAML
 cxd_listen
 
+export STORM_FS="$CXVM_SCRATCH_MNT $FS2"
+export STORM_SYNCER_CG=/s1 STORM_SYNC_CG=/s2
 # Phase 1, baseline: the same syncers, no writers, no limits: each kind's unthrottled time.
 python3 "$CXVM_DIR/scenarios/storm_load.py" "$CXVM_OUT" 8 "$SEED" baseline ||
 	cxvm_fail "baseline load failed"
@@ -78,8 +80,6 @@ for i in $(seq 600); do
 done
 exit 1'
 export STORM_WRITERS="/w/a:$CXVM_SCRATCH_MNT/a /w/b:$CXVM_SCRATCH_MNT/b /c:$FS2/c"
-export STORM_FS="$CXVM_SCRATCH_MNT $FS2"
-export STORM_SYNCER_CG=/s1 STORM_SYNC_CG=/s2
 python3 "$CXVM_DIR/scenarios/storm_load.py" "$CXVM_OUT" "$SECONDS_STORM" "$SEED" storm ||
 	cxvm_fail "storm load failed"
 
