@@ -324,8 +324,11 @@ Status TraceDetector::tick(const DetectorTick& t) {
   auto st = reconcile();
   const bool startup = startupTicks_ < kStartupRescans;
   if (startup) ++startupTicks_;
-  if (!tracked_.empty() || t.boosted || rescanDue_ || startup) {
+  const TimePoint now = Clock::now();
+  if ((!tracked_.empty() || t.boosted || rescanDue_ || startup) &&
+      now - lastRescan_ >= options_.rescanGap) {
     rescanDue_ = false;
+    lastRescan_ = now;
     foundByRescan_ += rescanProc();
   }
   return st;

@@ -28,6 +28,7 @@
 //     a call when the instance starts but running (R) at start()'s scan -> rescans at
 //     tick while any syncer is known or any limit is boosted, after any exit, and for
 //     the first kStartupRescans ticks.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,6 +51,10 @@ struct TraceDetectorOptions {
   unsigned bufferSizeKb = 512;             // per CPU; events are few but bursts must fit
   std::string instanceName;                // default: "cxiosync-<getpid()>"
   const SyscallTable* syscalls = nullptr;  // default: hostSyscallTable()
+  // tick() rescans /proc at most this often: ticks also run on every pipe wakeup, and a
+  // storm of sync calls would otherwise walk every thread many times per poll period (VM
+  // storm: 100-160 ms snapshots). The daemon passes poll_interval_ms.
+  std::chrono::milliseconds rescanGap{0};
 };
 
 class TraceDetector : public SyncDetector {
@@ -124,7 +129,8 @@ class TraceDetector : public SyncDetector {
   uint64_t lines_ = 0;
   uint64_t exitsOverruled_ = 0;
   uint64_t foundByRescan_ = 0;
-  bool rescanDue_ = false;  // an exit since the last tick: a misordered enter may hide
+  bool rescanDue_ = false;  // an exit since the last rescan: a misordered enter may hide
+  TimePoint lastRescan_{};
   unsigned startupTicks_ = 0;
 };
 

@@ -10,7 +10,7 @@
 Asserts, and prints a distribution table (count, p50, p90, p99, max per kind):
   1. every storm call ends within max(3 s, 3 x its kind's unthrottled p90) counted from
      when a daemon was up (a call that spans a restart counts from the new READY=1), or
-     the daemon logged a refusal for that thread;
+     the daemon logged a refusal for that thread during that call;
   2. no thread /proc showed inside sync/syncfs was unknown to the daemon (its "syncer seen"
      .. "syncer left" trace) for more than one poll period, daemon down times excluded,
      within a sampling tolerance of two sampler periods (40 ms);
@@ -65,7 +65,7 @@ def wall_ms(ts):
 known = {}  # tid -> list of [seen_ms, left_ms]
 open_iv = {}  # (daemon pid, tid) -> interval
 last_line = {}  # daemon pid -> ms of its last line
-refused = set()
+refused = {}  # tid -> ms of each refusal logged for it
 ready = []  # ms of every "cxiosyncd ready"
 for raw in open(os.path.join(d, "daemon.log"), errors="replace"):
     m = line_re.match(raw.rstrip("\n"))
@@ -85,7 +85,7 @@ for raw in open(os.path.join(d, "daemon.log"), errors="replace"):
         if iv:
             iv[1] = t
     elif "action=refuse" in msg and tm:
-        refused.add(int(tm.group(1)))
+        refused.setdefault(int(tm.group(1)), []).append(t)
 for (dpid, tid), iv in open_iv.items():
     iv[1] = last_line[dpid]  # killed or stopped with the thread still known
 
@@ -121,7 +121,7 @@ for k, tid, t0, t1, killed in storm:
         if a < t1 and b > t0:
             start = max(start, b)
     bound = max(3000.0, 3 * unthrottled.get(k, 0.0))
-    if t1 - start > bound and tid not in refused:
+    if t1 - start > bound and not any(t0 <= x <= t1 for x in refused.get(tid, [])):
         late.append((k, tid, t0, t1, t1 - start, bound))
 for k, tid, t0, t1, dur, bound in late[:10]:
     fails.append("%s tid %d took %.0f ms after the daemon was up (bound %.0f ms), no refusal"
