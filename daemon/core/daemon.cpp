@@ -138,7 +138,17 @@ Status Daemon::setupSources() {
     if (!io) return io.error();
     // The trace pipe's wakeup can be missed (trace_detector.h): read it every poll period
     // even while the tick itself idles at kIdleTick. One read() that says EAGAIN, ~2 us.
-    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval, drain);
+    // It also tells when the loop itself stalls (starved of CPU, blocked in a write): no
+    // detector can keep a syncer known while the process does not run.
+    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this, drain] {
+      const TimePoint at = Clock::now();
+      if (lastDrain_ != TimePoint{} && at - lastDrain_ > 3 * settings_.pollInterval)
+        spdlog::debug("event loop stalled: {:.0f} ms between two {} ms drain timers",
+                      std::chrono::duration<double, std::milli>(at - lastDrain_).count(),
+                      settings_.pollInterval.count());
+      lastDrain_ = at;
+      drain();
+    });
     if (!t) return t.error();
   }
   if (auto wd = notifier_.watchdogPingInterval()) {
@@ -423,12 +433,19 @@ void Daemon::traceSyncers(const Snapshot& s, TimePoint now) {
     if (!current.count({tid, since}))
       spdlog::debug("syncer left after {:.1f} ms  syncer_tid={}", (usecOf(now) - since) / 1000.0,
                     tid);
+  // When the detector took it into its set, on the wall clock of the log's timestamps (the
+  // tick that logs it may run later when the daemon is starved of CPU).
+  const auto wallNow = std::chrono::system_clock::now();
   for (const auto& sy : s.syncers) {
     if (knownSyncers_.count({sy.tid, usecOf(sy.since)})) continue;
     ++syncsSeen_[syncSyscallName(sy.syscall)];
-    spdlog::debug("syncer seen {:.1f} ms after it entered the call ({} waits-on)  {}",
-                  std::chrono::duration<double, std::milli>(now - sy.since).count(),
-                  sy.waitsOn.size(), syncerText(sy));
+    const auto knownAt = wallNow - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                       Clock::now() - sy.since);
+    spdlog::debug(
+        "syncer seen {:.1f} ms after it entered the call ({} waits-on)  {} known_since_unix_ms={}",
+        std::chrono::duration<double, std::milli>(now - sy.since).count(), sy.waitsOn.size(),
+        syncerText(sy),
+        std::chrono::duration_cast<std::chrono::milliseconds>(knownAt.time_since_epoch()).count());
   }
   knownSyncers_ = std::move(current);
 }

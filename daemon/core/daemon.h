@@ -127,6 +127,7 @@ class Daemon {
   std::map<std::string, uint64_t> refusals_;
   std::map<std::string, uint64_t> syncsSeen_;
   std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
+  TimePoint lastDrain_{};                               // the trace pipe's drain timer
   std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
   size_t cgroupsWatched_ = 0;
   std::string lastStatus_;
