@@ -397,9 +397,9 @@ void Daemon::tick() {
   if (tExec - now > kSlowTick)
     spdlog::debug(
         "slow tick: snapshot {:.1f} ms, plan {:.1f} ms, execute {:.1f} ms "
-        "({} decisions, {} syncers)",
+        "({} decisions, {} syncers; detector {:.1f} ms of the snapshot)",
         ms(tSnap - now), ms(tPlan - tSnap), ms(tExec - tPlan), plan.decisions.size(),
-        s.syncers.size());
+        s.syncers.size(), ms(sensors_->lastDetectorTime()));
 
   // Dirty/writeback of cgroups under a finite write limit (own or inherited).
   limitedBytes_.clear();

@@ -371,7 +371,10 @@ Result<Snapshot> Sensors::tick(TimePoint now, bool boosted) {
   DetectorTick dt;
   dt.limitedDirty = builder_->anyLimitedDirty();
   dt.boosted = boosted;
-  if (auto st = detector_->tick(dt); !st) return st.error();
+  const TimePoint t0 = Clock::now();
+  auto st = detector_->tick(dt);
+  lastDetectorTime_ = Clock::now() - t0;
+  if (!st) return st.error();
   auto syncers = detector_->syncers();
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.
