@@ -372,9 +372,9 @@ Result<Snapshot> Sensors::tick(TimePoint now, bool boosted) {
   dt.limitedDirty = builder_->anyLimitedDirty();
   dt.boosted = boosted;
   const TimePoint t0 = Clock::now();
-  auto st = detector_->tick(dt);
+  auto ticked = detector_->tick(dt);
   lastDetectorTime_ = Clock::now() - t0;
-  if (!st) return st.error();
+  if (!ticked) return ticked.error();
   auto syncers = detector_->syncers();
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.
