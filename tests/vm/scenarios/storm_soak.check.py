@@ -133,6 +133,12 @@ def knows(tid, t):
     return any(a <= t <= (b if b is not None else 1e18) for a, b in known.get(tid, []))
 
 
+def last_known_end(tid, t):
+    """End of the last known interval of tid before t (the unknown stretch starts there)."""
+    ends = [b for a, b in known.get(tid, []) if b is not None and b < t]
+    return max(ends) if ends else -1e18
+
+
 # --- 1. durations -------------------------------------------------------------------------
 kinds = sorted({c[0] for c in storm} | {c[0] for c in base})
 unthrottled = {k: pct([c[3] - c[2] for c in base if c[0] == k], 90) for k in kinds}
@@ -189,7 +195,7 @@ for tid, t, nr in sorted(samples, key=lambda s: s[1]):
     checked += 1
     if knows(tid, t):
         continue
-    begin = max(first_in[key], since)
+    begin = max(first_in[key], since, last_known_end(tid, t))
     age = t - begin
     if age <= POLL + TOLERANCE:
         worst = max(worst, age)
