@@ -130,12 +130,27 @@ Status Daemon::setupSources() {
   deadlineTimer_ = deadline.value();
   (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
   if (sensors_->fd() >= 0) {
-    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [this](uint32_t) {
+    auto drain = [this] {
       sensors_->onReadable();
       // A sync entered or left: plan now rather than at the next poll tick.
       if (sensors_->detector().changed()) this->tick();
-    });
+    };
+    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [drain](uint32_t) { drain(); });
     if (!io) return io.error();
+    // The trace pipe's wakeup can be missed (trace_detector.h): read it every poll period
+    // even while the tick itself idles at kIdleTick. One read() that says EAGAIN, ~2 us.
+    // It also tells when the loop itself stalls (starved of CPU, blocked in a write): no
+    // detector can keep a syncer known while the process does not run.
+    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this, drain] {
+      const TimePoint at = Clock::now();
+      if (lastDrain_ != TimePoint{} && at - lastDrain_ > 3 * settings_.pollInterval)
+        spdlog::debug("event loop stalled: {:.0f} ms between two {} ms drain timers",
+                      std::chrono::duration<double, std::milli>(at - lastDrain_).count(),
+                      settings_.pollInterval.count());
+      lastDrain_ = at;
+      drain();
+    });
+    if (!t) return t.error();
   }
   if (auto wd = notifier_.watchdogPingInterval()) {
     notifier_.watchdog();
@@ -353,7 +368,7 @@ void Daemon::tick() {
   if (stopping_) return;
   const TimePoint now = Clock::now();
   ++ticks_;
-  auto snap = sensors_->tick(now);
+  auto snap = sensors_->tick(now, executor_->activeCount() > 0);
   const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
@@ -375,21 +390,7 @@ void Daemon::tick() {
     for (const auto& sy : s.syncers) changed = dropIns_->track(sy.cgroup, now) || changed;
     if (changed) rebuildPolicy();
   }
-  // Syncs seen, counted once per sync call.
-  std::set<std::pair<int64_t, int64_t>> current;
-  oldestSyncer_.reset();
-  for (const auto& sy : s.syncers) {
-    if (!oldestSyncer_ || sy.since < *oldestSyncer_) oldestSyncer_ = sy.since;
-    std::pair<int64_t, int64_t> key{sy.tid, usecOf(sy.since)};
-    current.insert(key);
-    if (!knownSyncers_.count(key)) {
-      ++syncsSeen_[syncSyscallName(sy.syscall)];
-      spdlog::debug("syncer seen {:.1f} ms after it entered the call ({} waits-on)  {}",
-                    std::chrono::duration<double, std::milli>(now - sy.since).count(),
-                    sy.waitsOn.size(), syncerText(sy));
-    }
-  }
-  knownSyncers_ = std::move(current);
+  traceSyncers(s, now);
 
   PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
   PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
@@ -402,9 +403,9 @@ void Daemon::tick() {
   if (tExec - now > kSlowTick)
     spdlog::debug(
         "slow tick: snapshot {:.1f} ms, plan {:.1f} ms, execute {:.1f} ms "
-        "({} decisions, {} syncers)",
+        "({} decisions, {} syncers; detector {:.1f} ms of the snapshot)",
         ms(tSnap - now), ms(tPlan - tSnap), ms(tExec - tPlan), plan.decisions.size(),
-        s.syncers.size());
+        s.syncers.size(), ms(sensors_->lastDetectorTime()));
 
   // Dirty/writeback of cgroups under a finite write limit (own or inherited).
   limitedBytes_.clear();
@@ -426,6 +427,37 @@ void Daemon::tick() {
   setIdleTick(sensors_->detectorKind() == DetectorKind::Tracefs && s.syncers.empty() &&
               executor_->activeCount() == 0);
   if (observer_) observer_->afterTick(s, plan);
+}
+
+void Daemon::traceSyncers(const Snapshot& s, TimePoint now) {
+  // Syncs seen, counted once per sync call, and the end of each: the daemon's own trace of
+  // its syncer set, which storm_soak.check.py compares with /proc samples. "left" first: a
+  // thread that left one call and entered the next between two ticks reads in order.
+  std::set<std::pair<int64_t, int64_t>> current;
+  oldestSyncer_.reset();
+  for (const auto& sy : s.syncers) {
+    current.insert({sy.tid, usecOf(sy.since)});
+    if (!oldestSyncer_ || sy.since < *oldestSyncer_) oldestSyncer_ = sy.since;
+  }
+  for (const auto& [tid, since] : knownSyncers_)
+    if (!current.count({tid, since}))
+      spdlog::debug("syncer left after {:.1f} ms  syncer_tid={}", (usecOf(now) - since) / 1000.0,
+                    tid);
+  // When the detector took it into its set, on the wall clock of the log's timestamps (the
+  // tick that logs it may run later when the daemon is starved of CPU).
+  const auto wallNow = std::chrono::system_clock::now();
+  for (const auto& sy : s.syncers) {
+    if (knownSyncers_.count({sy.tid, usecOf(sy.since)})) continue;
+    ++syncsSeen_[syncSyscallName(sy.syscall)];
+    const auto knownAt = wallNow - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                       Clock::now() - sy.since);
+    spdlog::debug(
+        "syncer seen {:.1f} ms after it entered the call ({} waits-on)  {} known_since_unix_ms={}",
+        std::chrono::duration<double, std::milli>(now - sy.since).count(), sy.waitsOn.size(),
+        syncerText(sy),
+        std::chrono::duration_cast<std::chrono::milliseconds>(knownAt.time_since_epoch()).count());
+  }
+  knownSyncers_ = std::move(current);
 }
 
 void Daemon::setIdleTick(bool idle) {

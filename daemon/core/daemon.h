@@ -76,6 +76,8 @@ class Daemon {
   Status setupSources();
   void execute(const PlanResult& plan, TimePoint now);
   void logRefusal(const Refuse& r);
+  // Counts and logs syncers entering and leaving the set ("syncer seen"/"syncer left").
+  void traceSyncers(const Snapshot& s, TimePoint now);
   void onSignal(const signalfd_siginfo& si);
   void stop();
   void updateStatus();
@@ -128,6 +130,7 @@ class Daemon {
   std::map<std::string, uint64_t> syncsSeen_;
   std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
   std::optional<TimePoint> oldestSyncer_;  // entry time of the longest-waiting known syncer
+  TimePoint lastDrain_{};                  // the trace pipe's drain timer
   std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
   size_t cgroupsWatched_ = 0;
   std::string lastStatus_;

@@ -16,6 +16,7 @@ Result<DetectorChoice> makeDetector(const GlobalSettings& settings, TraceFs* tra
     } else {
       TraceDetectorOptions to;
       to.watchFsync = settings.watchFsync;
+      to.rescanGap = settings.pollInterval;
       auto det = TraceDetector::start(*tracefs, proc, to);
       if (det) {
         choice.kind = DetectorKind::Tracefs;

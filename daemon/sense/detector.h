@@ -5,11 +5,15 @@
 //
 // Event-loop contract:
 //   - fd() >= 0: add it to epoll (EPOLLIN); call onReadable() when it is readable.
-//   - every tick (poll_interval_ms): call tick(anythingCanMatter). procfs scans /proc;
-//     tracefs reconciles its syncers against /proc (threads that died inside the syscall,
-//     pid reuse, lost exits). Pass anythingCanMatter = false when no cgroup with a finite
-//     write limit has dirty or writeback pages (SnapshotBuilder::anyLimitedDirty()): the
-//     procfs detector then does no per-thread work and reports no syncers.
+//   - every tick (poll_interval_ms): call tick(DetectorTick). procfs scans /proc;
+//     tracefs drains its pipe and reconciles its syncers against /proc (threads that died
+//     inside the syscall, pid reuse, lost exits, missed enters).
+//   - invariant (docs/architecture.md, "Detection"): a thread inside a watched call is in
+//     syncers() within one tick and stays there until it leaves the call. So while any
+//     syncer is known or any limit is boosted, both detectors look at /proc every tick:
+//     a boost lifts the only finite limit, anyLimitedDirty() turns false, and a detector
+//     that stopped looking then would drop the syncer the boost serves (the boost ends
+//     "syncers-left" and starts again a tick later, every ~2 ticks for one sync).
 //   - syncers(): the current set, for SnapshotBuilder::build().
 //   - changed(): true when the set changed since the last call (resets the flag), so the
 //     loop can re-plan promptly after onReadable().
@@ -23,13 +27,22 @@
 
 namespace cxiosync {
 
+// What the daemon knows at a tick that tells a detector how hard to look.
+struct DetectorTick {
+  // A cgroup with a finite write limit holds dirty/writeback pages
+  // (SnapshotBuilder::anyLimitedDirty()): a sync could wait on a throttled cgroup now.
+  bool limitedDirty = false;
+  // A boost is in force (its limit is lifted, so limitedDirty may be false because of it).
+  bool boosted = false;
+};
+
 class SyncDetector {
  public:
   virtual ~SyncDetector() = default;
   virtual DetectorKind kind() const = 0;  // Tracefs or Procfs
   virtual int fd() const { return -1; }
   virtual void onReadable() {}
-  virtual Status tick(bool anythingCanMatter) = 0;
+  virtual Status tick(const DetectorTick& t) = 0;
   virtual std::vector<Syncer> syncers() const = 0;
   bool changed() {
     bool c = changed_;

@@ -21,12 +21,10 @@ std::vector<Syncer> ProcDetector::syncers() const {
 
 Status ProcDetector::scan(bool anythingCanMatter) {
   stats_ = ProcScanStats{};
-  if (!anythingCanMatter) {
+  // A known syncer is never dropped unlooked: the gate turns false as soon as its boost
+  // lifts the only dirty limit, and dropping it then would end that boost at once.
+  if (!anythingCanMatter && current_.empty()) {
     stats_.skipped = true;
-    if (!current_.empty()) {
-      current_.clear();
-      markChanged();
-    }
     return Ok{};
   }
   const TimePoint now = Clock::now();

@@ -3,8 +3,9 @@
 // procfs sync detector (fallback). scan(): every thread in state D whose
 // /proc/PID/task/TID/syscall number is a watched sync-family syscall is a syncer; its
 // cgroup comes from /proc/PID/task/TID/cgroup, and for fd-taking syscalls the target
-// device from stat of /proc/PID/fd/ARG0. With anythingCanMatter = false the scan does no
-// per-thread work at all and reports no syncers.
+// device from stat of /proc/PID/fd/ARG0. tick() skips the per-thread work (and reports no
+// syncers) only when nothing can matter: no limited cgroup is dirty, nothing is boosted and
+// the last scan found no syncer.
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -34,11 +35,12 @@ class ProcDetector : public SyncDetector {
   ProcDetector(const ProcFs& proc, ProcDetectorOptions options);
 
   DetectorKind kind() const override { return DetectorKind::Procfs; }
-  Status tick(bool anythingCanMatter) override { return scan(anythingCanMatter); }
+  Status tick(const DetectorTick& t) override { return scan(t.limitedDirty || t.boosted); }
   std::vector<Syncer> syncers() const override;
 
   // One pass over /proc. A syncer seen in the previous pass (same tid, start time and
-  // syscall) keeps its `since`.
+  // syscall) keeps its `since`. anythingCanMatter = false skips the pass only while no
+  // syncer is known: a known one is followed until it leaves its call.
   Status scan(bool anythingCanMatter = true);
   const ProcScanStats& lastScan() const { return stats_; }
 

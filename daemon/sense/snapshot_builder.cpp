@@ -366,9 +366,15 @@ Sensors::~Sensors() {
   detector_.reset();  // removes the tracefs instance while tracefs_ is still open
 }
 
-Result<Snapshot> Sensors::tick(TimePoint now) {
+Result<Snapshot> Sensors::tick(TimePoint now, bool boosted) {
   if (auto st = builder_->refresh(now); !st) return st.error();
-  if (auto st = detector_->tick(builder_->anyLimitedDirty()); !st) return st.error();
+  DetectorTick dt;
+  dt.limitedDirty = builder_->anyLimitedDirty();
+  dt.boosted = boosted;
+  const TimePoint t0 = Clock::now();
+  auto ticked = detector_->tick(dt);
+  lastDetectorTime_ = Clock::now() - t0;
+  if (!ticked) return ticked.error();
   auto syncers = detector_->syncers();
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.

@@ -177,8 +177,12 @@ class Sensors {
 
   int fd() const { return detector_->fd(); }
   void onReadable() { detector_->onReadable(); }
-  // Detector tick (gated by the last snapshot's anyLimitedDirty()) + build().
-  Result<Snapshot> tick(TimePoint now);
+  // Detector tick (told the last snapshot's anyLimitedDirty() and `boosted`: a boost is in
+  // force, see DetectorTick) + build().
+  Result<Snapshot> tick(TimePoint now, bool boosted = false);
+  // Wall time of the last tick's detector part (drain, reconcile, /proc rescan), for the
+  // daemon's slow-tick log line.
+  std::chrono::nanoseconds lastDetectorTime() const { return lastDetectorTime_; }
 
  private:
   Sensors() = default;
@@ -190,6 +194,7 @@ class Sensors {
   std::unique_ptr<SnapshotBuilder> builder_;
   DetectorKind kind_ = DetectorKind::Procfs;
   std::string reason_;
+  std::chrono::nanoseconds lastDetectorTime_{0};
 };
 
 }  // namespace cxiosync

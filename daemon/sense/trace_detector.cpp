@@ -16,6 +16,9 @@ namespace cxiosync {
 namespace {
 
 constexpr uint64_t kMsSync = 4;
+// Ticks after construction that rescan /proc whatever else: a caller that was running (R)
+// at start()'s scan, so /proc/TID/syscall said "running", is blocked in D a moment later.
+constexpr unsigned kStartupRescans = 5;
 
 // msync's enter line: "sys_msync(start: 7f.., len: 1000, flags: 4)". nullopt if absent.
 std::optional<uint64_t> flagsArg(std::string_view line) {
@@ -214,12 +217,39 @@ void TraceDetector::onEnter(int64_t tid, const std::string& comm, SyncSyscall sc
     auto dev = proc_.fdDevice(tid, *fd);
     if (dev) s.targetDevice = *dev;
   }
+  auto known = tracked_.find(tid);
+  if (known != tracked_.end() && known->second.byRescan &&
+      known->second.startTimeTicks == t.startTimeTicks && known->second.syncer.syscall == sc) {
+    // A rescan found it before its enter was read: the same call, not a new one.
+    known->second.byRescan = false;
+    return;
+  }
   tracked_[tid] = std::move(t);
   markChanged();
 }
 
-void TraceDetector::onExit(int64_t tid, SyncSyscall /*sc*/) {
-  if (tracked_.erase(tid) > 0) markChanged();
+bool TraceDetector::blockedIn(int64_t tid, SyncSyscall sc, uint64_t startTimeTicks) const {
+  auto stat = proc_.readThreadStat(tid);
+  if (!stat || stat->state != 'D' || stat->startTimeTicks != startTimeTicks) return false;
+  auto now = proc_.readThreadSyscall(tid);
+  return now && now->kind == ProcSyscall::Kind::InSyscall && now->nr == table_.numberOf(sc);
+}
+
+void TraceDetector::onExit(int64_t tid, SyncSyscall sc) {
+  auto it = tracked_.find(tid);
+  if (it == tracked_.end()) return;
+  rescanDue_ = true;
+  // The exit of an earlier call merged after the enter of this one (per-CPU clocks), or of
+  // another syscall than the one tracked: /proc, not the event order, decides (reconcile
+  // drops the thread at the next tick if it has left). A thread in the exit path is not
+  // blocked in D, so a real exit is never overruled.
+  if (it->second.syncer.syscall != sc ||
+      blockedIn(tid, it->second.syncer.syscall, it->second.startTimeTicks)) {
+    ++exitsOverruled_;
+    return;
+  }
+  tracked_.erase(it);
+  markChanged();
 }
 
 void TraceDetector::onWritebackQueue(int64_t tid, uint64_t cgroupIno, DevNum bdi) {
@@ -267,12 +297,13 @@ void TraceDetector::onLost(uint64_t n) {
   rescanProc();
 }
 
-void TraceDetector::rescanProc() {
+size_t TraceDetector::rescanProc() {
   ProcDetectorOptions po;
   po.watchFsync = options_.watchFsync;
   po.syscalls = &table_;
   ProcDetector scan(proc_, po);
-  if (!scan.scan(true)) return;
+  if (!scan.scan(true)) return 0;
+  size_t added = 0;
   for (auto& s : scan.syncers()) {
     if (tracked_.count(s.tid)) continue;
     auto stat = proc_.readThreadStat(s.tid);
@@ -280,13 +311,27 @@ void TraceDetector::rescanProc() {
     Tracked t;
     t.startTimeTicks = stat->startTimeTicks;
     t.syncer = std::move(s);
+    t.byRescan = true;
     tracked_[t.syncer.tid] = std::move(t);
+    ++added;
     markChanged();
   }
+  return added;
 }
 
-Status TraceDetector::tick(bool /*anythingCanMatter*/) {
-  return reconcile();
+Status TraceDetector::tick(const DetectorTick& t) {
+  drain();
+  auto st = reconcile();
+  const bool startup = startupTicks_ < kStartupRescans;
+  if (startup) ++startupTicks_;
+  const TimePoint now = Clock::now();
+  if ((!tracked_.empty() || t.boosted || rescanDue_ || startup) &&
+      now - lastRescan_ >= options_.rescanGap) {
+    rescanDue_ = false;
+    lastRescan_ = now;
+    foundByRescan_ += rescanProc();
+  }
+  return st;
 }
 
 Status TraceDetector::reconcile() {

@@ -14,6 +14,21 @@
 // triggers an immediate reconcile against /proc plus a /proc scan for missed entries, and
 // reconcile() (called on every tick) drops threads that died, were reused (start time
 // differs) or are no longer inside the syscall.
+//
+// Events alone do not keep the invariant of detector.h (every thread inside a watched call
+// is known within one tick); the holes, and what closes them:
+//   - a wakeup the pipe never gets (the ring buffer's poll wakeup has no writer-side
+//     barrier, kernel/trace/ring_buffer.c "tight race": an event can sit unread until the
+//     next one; VM 6.1, issue 15: a sync() unseen for 4 min) -> tick() drains the pipe;
+//   - per-CPU buffers merged by the "local" trace clock, which is not synchronised across
+//     CPUs: a thread that migrated can show its exit of call 1 after its enter of call 2
+//     -> an exit drops a thread only when /proc does not show it blocked (D) in that very
+//     syscall, and the next tick rescans /proc for untracked callers;
+//   - an enter whose thread's /proc could not be read at once, and threads already inside
+//     a call when the instance starts but running (R) at start()'s scan -> rescans at
+//     tick while any syncer is known or any limit is boosted, after any exit, and for
+//     the first kStartupRescans ticks.
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,6 +51,10 @@ struct TraceDetectorOptions {
   unsigned bufferSizeKb = 512;             // per CPU; events are few but bursts must fit
   std::string instanceName;                // default: "cxiosync-<getpid()>"
   const SyscallTable* syscalls = nullptr;  // default: hostSyscallTable()
+  // tick() rescans /proc at most this often: ticks also run on every pipe wakeup, and a
+  // storm of sync calls would otherwise walk every thread many times per poll period (VM
+  // storm: 100-160 ms snapshots). The daemon passes poll_interval_ms.
+  std::chrono::milliseconds rescanGap{0};
 };
 
 class TraceDetector : public SyncDetector {
@@ -54,7 +73,9 @@ class TraceDetector : public SyncDetector {
   DetectorKind kind() const override { return DetectorKind::Tracefs; }
   int fd() const override { return pipe_.get(); }
   void onReadable() override { drain(); }
-  Status tick(bool anythingCanMatter) override;  // drain() + reconcile()
+  // drain() + reconcile() + a /proc rescan for untracked callers when one may be missing
+  // (something known or boosted, an exit since the last tick, the first ticks).
+  Status tick(const DetectorTick& t) override;
   std::vector<Syncer> syncers() const override;
 
   // Reads everything available from the pipe (non-blocking) and feeds it line by line.
@@ -67,6 +88,10 @@ class TraceDetector : public SyncDetector {
 
   const std::string& instance() const { return instance_; }
   uint64_t lostEvents() const { return lostEvents_; }
+  // Exits ignored because /proc showed the thread still blocked in that syscall, and
+  // callers added by a tick's /proc rescan (each is a missed or misordered event).
+  uint64_t exitsOverruled() const { return exitsOverruled_; }
+  uint64_t foundByRescan() const { return foundByRescan_; }
   uint64_t linesSeen() const { return lines_; }
   // The tracefs event names this detector enables ("syscalls/sys_enter_sync", ...).
   static std::vector<std::string> eventsFor(bool watchFsync);
@@ -80,14 +105,17 @@ class TraceDetector : public SyncDetector {
   struct Tracked {
     Syncer syncer;
     uint64_t startTimeTicks = 0;
+    bool byRescan = false;  // found in /proc, its enter event not (yet) read
   };
   void onEnter(int64_t tid, const std::string& comm, SyncSyscall sc, std::optional<int64_t> fd);
   void onExit(int64_t tid, SyncSyscall sc);
   void onWritebackQueue(int64_t tid, uint64_t cgroupIno, DevNum bdi);
   void onWritebackStart(std::string_view line);
   void onLost(uint64_t n);
-  // After lost events: adds threads found inside a watched syscall in /proc.
-  void rescanProc();
+  // Adds threads found inside a watched syscall in /proc; returns how many.
+  size_t rescanProc();
+  // /proc shows tid blocked (D) inside syscall sc, and it is the thread we track.
+  bool blockedIn(int64_t tid, SyncSyscall sc, uint64_t startTimeTicks) const;
 
   const ProcFs& proc_;
   TraceDetectorOptions options_;
@@ -99,6 +127,11 @@ class TraceDetector : public SyncDetector {
   std::map<int64_t, Tracked> tracked_;
   uint64_t lostEvents_ = 0;
   uint64_t lines_ = 0;
+  uint64_t exitsOverruled_ = 0;
+  uint64_t foundByRescan_ = 0;
+  bool rescanDue_ = false;  // an exit since the last rescan: a misordered enter may hide
+  TimePoint lastRescan_{};
+  unsigned startupTicks_ = 0;
 };
 
 }  // namespace cxiosync
