@@ -368,7 +368,9 @@ void Daemon::tick() {
   if (stopping_) return;
   const TimePoint now = Clock::now();
   ++ticks_;
-  auto snap = sensors_->tick(now, executor_->activeCount() > 0);
+  std::set<CgroupPath> boosted;
+  for (const auto& b : executor_->active()) boosted.insert(b.cgroup);
+  auto snap = sensors_->tick(now, boosted);
   const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
@@ -407,11 +409,15 @@ void Daemon::tick() {
         ms(tSnap - now), ms(tPlan - tSnap), ms(tExec - tPlan), plan.decisions.size(),
         s.syncers.size(), ms(sensors_->lastDetectorTime()));
 
-  // Dirty/writeback of cgroups under a finite write limit (own or inherited).
+  // Dirty/writeback of cgroups under a finite write limit (own or inherited). A boosted limit
+  // is still the cgroup's limit: its io.max reads "max" only while we lift it.
   limitedBytes_.clear();
+  boosted.clear();
+  for (const auto& b : executor_->active()) boosted.insert(b.cgroup);
   for (const auto& [path, cg] : s.cgroups) {
     bool limited = false;
     for (const auto& a : path.ancestorsAndSelf()) {
+      limited = limited || boosted.count(a) > 0;
       auto it = s.cgroups.find(a);
       if (it == s.cgroups.end()) continue;
       for (const auto& e : it->second.ioMax) limited = limited || limitsWrites(e);

@@ -235,15 +235,14 @@ void SnapshotBuilder::readLimits(bool& sawGone) {
 void SnapshotBuilder::readDirtySubtrees(bool& sawGone) {
   // memory.stat of write-limited subtrees (hierarchical: skip the subtree when its top
   // holds too little), breadth-first.
+  std::set<CgroupPath> tops = boosted_;  // a lifted limit is still the subtree's limit
+  for (const auto& [path, entries] : limited_)
+    if (anyWriteLimit(entries)) tops.insert(path);
   std::deque<CgroupPath> queue;
-  for (const auto& [path, entries] : limited_) {
-    if (!anyWriteLimit(entries)) continue;
+  for (const auto& path : tops) {
     bool underAnother = false;  // an ancestor already covers this subtree
-    for (const auto& a : path.ancestorsAndSelf()) {
-      if (a == path) break;
-      auto l = limited_.find(a);
-      if (l != limited_.end() && anyWriteLimit(l->second)) underAnother = true;
-    }
+    for (const auto& a : path.ancestorsAndSelf())
+      if (a != path && tops.count(a)) underAnother = true;
     if (!underAnother) queue.push_back(path);
   }
   while (!queue.empty()) {
@@ -366,11 +365,12 @@ Sensors::~Sensors() {
   detector_.reset();  // removes the tracefs instance while tracefs_ is still open
 }
 
-Result<Snapshot> Sensors::tick(TimePoint now, bool boosted) {
+Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& boosted) {
+  builder_->setBoosted(boosted);
   if (auto st = builder_->refresh(now); !st) return st.error();
   DetectorTick dt;
   dt.limitedDirty = builder_->anyLimitedDirty();
-  dt.boosted = boosted;
+  dt.boosted = !boosted.empty();
   const TimePoint t0 = Clock::now();
   auto ticked = detector_->tick(dt);
   lastDetectorTime_ = Clock::now() - t0;

@@ -86,6 +86,9 @@ class SnapshotBuilder {
   // changed, noteSyncers(), gone cgroups) and minRescanGap since the last walk. Gone
   // cgroups are dropped silently (and trigger a rescan).
   Status refresh(TimePoint now);
+  // Holders whose io.max is lifted now: their subtrees' memory.stat is read as under a limit
+  // (a lifted io.max reads "max", or nothing at all once every key is max).
+  void setBoosted(std::set<CgroupPath> boosted) { boosted_ = std::move(boosted); }
   // Requests a walk when a syncer's cgroup or a cgroup inode in its waitsOn is unknown to
   // the last walk; watches known but unlimited waitsOn cgroups (and ancestors) as young.
   // True when refresh(now) would read something new now (the caller refreshes again before
@@ -126,6 +129,7 @@ class SnapshotBuilder {
   // From the last walk: cgroups with any io.max line (and their inode), all inodes.
   std::map<CgroupPath, std::vector<IoMaxEntry>> limited_;  // any io.max line
   std::map<CgroupPath, CgroupState> states_;               // from the last refresh()
+  std::set<CgroupPath> boosted_;                           // setBoosted()
   std::map<CgroupPath, uint64_t> pathInodes_;
   std::map<uint64_t, CgroupPath> inodes_;
   std::map<CgroupPath, std::vector<std::string>> children_;
@@ -177,9 +181,9 @@ class Sensors {
 
   int fd() const { return detector_->fd(); }
   void onReadable() { detector_->onReadable(); }
-  // Detector tick (told the last snapshot's anyLimitedDirty() and `boosted`: a boost is in
-  // force, see DetectorTick) + build().
-  Result<Snapshot> tick(TimePoint now, bool boosted = false);
+  // Detector tick (told the last snapshot's anyLimitedDirty() and whether a boost is in
+  // force, see DetectorTick) + build(). `boosted`: the holders whose limits are lifted now.
+  Result<Snapshot> tick(TimePoint now, const std::set<CgroupPath>& boosted = {});
   // Wall time of the last tick's detector part (drain, reconcile, /proc rescan), for the
   // daemon's slow-tick log line.
   std::chrono::nanoseconds lastDetectorTime() const { return lastDetectorTime_; }

@@ -85,6 +85,27 @@ TEST_F(SnapshotBuilderTest, NothingDirtyMeansNothingCanMatter) {
   EXPECT_TRUE(b.anyLimitedDirty());
 }
 
+// While cxiosyncd lifts cg1's limit its io.max reads nothing (the kernel drops an all-max
+// line), but cg1's dirty pages still matter (the boost serves them, metrics show them):
+// a boosted holder's subtree is read as under a limit. Before: 0 bytes while boosted.
+TEST_F(SnapshotBuilderTest, ABoostedHolderKeepsItsDirtyBytes) {
+  SnapshotBuilder b(*cgfs, nullptr, SnapshotBuilderOptions{});
+  auto t0 = Clock::now();
+  ASSERT_TRUE(b.build({}, t0).ok());
+  tree.file("cg1/io.max", "");
+  b.setBoosted({p("/cg1")});
+  auto snap = b.build({}, t0 + std::chrono::seconds(1));
+  ASSERT_TRUE(snap.ok()) << snap.error().message;
+  ASSERT_EQ(snap->cgroups.count(p("/cg1")), 1u);
+  EXPECT_EQ(snap->cgroups.at(p("/cg1")).fileDirty, 8u << 20);
+  EXPECT_EQ(snap->cgroups.at(p("/cg1/a")).fileDirty, 6u << 20) << "and below it";
+  EXPECT_TRUE(b.anyLimitedDirty());
+  b.setBoosted({});
+  snap = b.build({}, t0 + std::chrono::seconds(2));
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->cgroups.count(p("/cg1/a")), 0u) << "no limit, no boost: not read";
+}
+
 TEST_F(SnapshotBuilderTest, LimitChangesAreReadEveryRefreshNewLimitsAfterRescan) {
   SnapshotBuilder b(*cgfs, nullptr, SnapshotBuilderOptions{});
   auto t0 = Clock::now();
