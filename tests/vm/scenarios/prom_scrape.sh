@@ -109,12 +109,14 @@ end=$(($(cxvm_now_ms) + 20000))
 while kill -0 "$sync_pid" 2>/dev/null && [ "$(cxvm_now_ms)" -lt "$end" ]; do
 	scrape "$CXVM_OUT/scrape3.txt"
 	waited=$(value "$CXVM_OUT/scrape3.txt" cxiosync_oldest_sync_wait_seconds)
-	awk -v w="$waited" 'BEGIN { exit !(w >= 2) }' && break
+	awk -v w="$waited" 'BEGIN { exit !(w > 0) }' && break
 	sleep 0.5
 done
 cxvm_log "cxiosync_oldest_sync_wait_seconds while a denied sync waits: $waited"
-awk -v w="$waited" 'BEGIN { exit !(w >= 2) }' ||
-	cxvm_fail "cxiosync_oldest_sync_wait_seconds never reached 2 s while a sync waited ($waited)"
+# > 0, not a fixed wait: the file is rewritten at most every 5 s, and on 6.12 the denied
+# sync can end before a write shows 2 s (CI 2026-12-01: 0.73 s seen).
+awk -v w="$waited" 'BEGIN { exit !(w > 0) }' ||
+	cxvm_fail "cxiosync_oldest_sync_wait_seconds stayed 0 while a sync waited"
 wait "$sync_pid"
 end=$(($(cxvm_now_ms) + 12000))
 until [ "$(value "$CXVM_OUT/scrape3.txt" cxiosync_oldest_sync_wait_seconds)" = 0 ]; do
