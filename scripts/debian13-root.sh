@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The Debian 13 (trixie) job of scripts/test.sh: builds this tree in a trixie root (g++ 14,
-# sdbus-c++ 2.x, clang 19, yaml-cpp 0.8, spdlog 1.15) and runs the unit (with fuzz smoke) and
-# dbus tiers there.
+# sdbus-c++ 2.x, yaml-cpp 0.8, spdlog 1.15) and runs the unit and dbus tiers there. The fuzz
+# targets are built and smoke-tested on the host only: they fuzz the same pure parsers, and the
+# clang sub-build with its tier cost about 3 min of CI's 45 in this root.
 #
 #   debian13-root.sh [--root-only] [--build-only] [--deb]
 #
@@ -30,8 +31,8 @@ JOBS=${CXIOSYNC_TRIXIE_JOBS:-2}
 # Bumped when the way the root is made changes (not only the list).
 ROOT_FORMAT=1
 PACKAGES=(
-  # toolchain (g++ 14, clang 19 + libFuzzer for the fuzz smoke tier)
-  build-essential cmake ninja-build pkg-config clang libclang-rt-19-dev
+  # toolchain (g++ 14)
+  build-essential cmake ninja-build pkg-config
   # libraries
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev nlohmann-json3-dev
@@ -165,7 +166,7 @@ t0=$(now)
 echo "== debian13: build (g++ $(in_root "$ROOT" g++ -dumpversion), -j$JOBS) in $ROOT/cxiosync-build"
 in_root "$ROOT" /bin/bash -euo pipefail -c "
   cmake -S /src -B /cxiosync-build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_INSTALL_PREFIX=/usr \
+    -DCMAKE_INSTALL_PREFIX=/usr -DCXIOSYNC_FUZZ_AUTO=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG' >/cxiosync-build.configure.log 2>&1 ||
     { tail -n 40 /cxiosync-build.configure.log; exit 1; }
   cmake --build /cxiosync-build -j$JOBS -- -k 0  # every error of g++ 14 in one run
@@ -184,6 +185,6 @@ if [ $deb = 1 ]; then
 fi
 
 t0=$(now)
-echo "== debian13: unit (incl. fuzz smoke) and dbus tiers"
+echo "== debian13: unit and dbus tiers"
 in_root "$ROOT" ctest --test-dir /cxiosync-build -L 'unit|dbus' -j"$JOBS" --timeout 300 --output-on-failure
 echo "== debian13: tests took $(elapsed "$t0") s"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The test command of the README: installs what is needed, checks formatting, builds the
 # default and the ASan/UBSan configurations, and runs every tier (unit, fuzz smoke, dbus, vm);
-# in a Debian 13 root it makes itself it also builds and runs the unit, fuzz smoke, dbus tiers.
+# in a Debian 13 root it makes itself it also builds and runs the unit and dbus tiers.
 # Ends with ctest's summary line for the VM tier of the default build, then the phase times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +72,7 @@ phase "ASan/UBSan unit tier"
 rc=0
 ctest --preset asan -L unit -j"$jobs" --timeout 120 || rc=$?
 
-phase "Debian 13 (trixie) build, unit, fuzz smoke and dbus tiers"
+phase "Debian 13 (trixie) build, unit and dbus tiers"
 # The root made above (debootstrap from Debian's archive, cached in /var/cache/cxiosync-ci;
 # never the host's apt sources or packages); only what changed is rebuilt.
 CXIOSYNC_TRIXIE_JOBS=$jobs bash scripts/debian13-root.sh || rc=$?
