@@ -15,7 +15,7 @@ set -euo pipefail
 
 series=6.12
 refresh=0
-cache=${CXIOSYNC_KERNEL_CACHE:-}
+cache=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--cache) cache=$2; shift 2 ;;
@@ -24,13 +24,9 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [--cache DIR] [--series 6.12] [--refresh]" >&2; exit 2 ;;
 	esac
 done
-if [ -z "$cache" ]; then
-	if mkdir -p /var/cache/cxiosync-ci 2>/dev/null && [ -w /var/cache/cxiosync-ci ]; then
-		cache=/var/cache/cxiosync-ci
-	else
-		cache=${XDG_CACHE_HOME:-$HOME/.cache}/cxiosync-ci
-	fi
-fi
+# shellcheck source=scripts/private-apt.inc
+. "$(dirname "$0")/private-apt.inc"
+[ -n "$cache" ] || cache=$(default_cache_dir)
 dest=$cache/kernel-$series
 
 have_kernel() {
@@ -51,8 +47,6 @@ for t in apt-get dpkg-deb depmod; do
 	command -v "$t" >/dev/null || { echo "fetch-kernel: $t missing" >&2; exit 1; }
 done
 apt_dir=$cache/apt-$series
-# shellcheck source=scripts/private-apt.inc
-. "$(dirname "$0")/private-apt.inc"
 # bookworm-backports: Debian 13's kernel line, built for bookworm.
 private_apt "$apt_dir" \
 	"deb [signed-by=$private_apt_keyring] $private_apt_mirror bookworm-backports main"

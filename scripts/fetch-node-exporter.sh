@@ -13,20 +13,16 @@
 # ~/.cache/cxiosync-ci (the kernel cache of scripts/fetch-kernel.sh).
 set -euo pipefail
 
-cache=${CXIOSYNC_KERNEL_CACHE:-}
+cache=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--cache) cache=$2; shift 2 ;;
 	*) echo "usage: $0 [--cache DIR]" >&2; exit 2 ;;
 	esac
 done
-if [ -z "$cache" ]; then
-	if mkdir -p /var/cache/cxiosync-ci 2>/dev/null && [ -w /var/cache/cxiosync-ci ]; then
-		cache=/var/cache/cxiosync-ci
-	else
-		cache=${XDG_CACHE_HOME:-$HOME/.cache}/cxiosync-ci
-	fi
-fi
+# shellcheck source=scripts/private-apt.inc
+. "$(dirname "$0")/private-apt.inc"
+[ -n "$cache" ] || cache=$(default_cache_dir)
 dest=$cache/node-exporter
 bin=$dest/usr/bin/prometheus-node-exporter
 if [ -x "$bin" ]; then
@@ -34,8 +30,6 @@ if [ -x "$bin" ]; then
 	exit 0
 fi
 
-# shellcheck source=scripts/private-apt.inc
-. "$(dirname "$0")/private-apt.inc"
 private_apt "$cache/apt-bookworm" "deb [signed-by=$private_apt_keyring] $private_apt_mirror bookworm main"
 echo "fetch-node-exporter: apt-get update (private lists in $cache/apt-bookworm)" >&2
 apt-get "${apt_opts[@]}" -qq update >&2
