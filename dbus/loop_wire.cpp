@@ -136,7 +136,12 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
     } else if (key == "nbd_timeout") {
       if (st = want("u"); st) opt.nbdTimeoutSec = v.get<uint32_t>();
     } else if (key == "server_cgroup") {
-      if (st = want("s"); st) opt.serverCgroup = v.get<std::string>();
+      if (st = want("s"); st) {
+        opt.serverCgroup = v.get<std::string>();
+        if (opt.serverCgroup != "caller" && opt.serverCgroup != "daemon")
+          st = invalid("server_cgroup " + quoteForMessage(opt.serverCgroup) +
+                       " is not one of: caller, daemon");
+      }
     } else {
       return invalid("unknown option " + quoteForMessage(key) +
                      " for LoopSetup (known: read_only, offset, size_limit, block_size, "
@@ -166,10 +171,6 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
   }
   if (opt.backend == "kernel" && opt.nbdTimeoutSec) {
     return invalid("nbd_timeout applies to the nbd backend only");
-  }
-  if (!opt.serverCgroup.empty() && opt.serverCgroup != "caller" && opt.serverCgroup != "daemon") {
-    return invalid("server_cgroup " + quoteForMessage(opt.serverCgroup) +
-                   " is not one of: caller, daemon");
   }
   // A kernel loop device has no server: the loop worker already charges the issuing cgroup.
   if (opt.backend == "kernel" && !opt.serverCgroup.empty()) {

@@ -81,6 +81,12 @@ TEST(LoopCli, ArgumentChecks) {
   EXPECT_EQ(*w->options.loop.backend, "nbd");
   EXPECT_EQ(*w->options.loop.workers, 4u);
   EXPECT_EQ(*w->options.loop.nbdTimeout, 30u);
+  EXPECT_FALSE(w->options.loop.serverCgroup);
+  for (const char* where : {"caller", "daemon"}) {
+    auto sc = parse({"loop", "add", "/x", "--backend=nbd", std::string("--server-cgroup=") + where});
+    ASSERT_TRUE(sc.ok()) << sc.error().message;
+    EXPECT_EQ(*sc->options.loop.serverCgroup, where);
+  }
   auto q = parse({"loop", "set", "loop1", "--queue-depth=64"});
   ASSERT_TRUE(q.ok()) << q.error().message;
   EXPECT_EQ(*q->options.loop.queueDepth, 64u);
@@ -112,6 +118,11 @@ TEST(LoopCli, ArgumentChecks) {
            {"loop", "add", "/x", "--queue-depth=2"},
            {"loop", "set", "loop1", "--backend=nbd"},
            {"loop", "set", "loop1", "--nbd-timeout=3"},
+           {"loop", "add", "/x", "--server-cgroup=tenant"},
+           {"loop", "add", "/x", "--server-cgroup="},
+           {"loop", "set", "nbd0", "--server-cgroup=caller"},
+           {"loop", "list", "--server-cgroup=daemon"},
+           {"isolate", "cg", "on", "--server-cgroup=caller"},
            {"loop", "list", "--workers=2"},
            {"loop", "detach", "loop1", "--queue-depth=8"},
            {"status", "--workers=2"},

@@ -103,6 +103,29 @@ awk -v d="$daemon_mibps" 'BEGIN { exit !(d > 2.0) }' ||
 [ "$daemon_charged" -lt 1048576 ] ||
 	cxvm_fail "daemon: the tenant was charged $daemon_charged bytes (the server is not in it)"
 
+# The default for a non-root caller is its own cgroup. polkit (D-Bus activated) lets uid
+# 65534 set up loop devices through a rule; the backing file is its own.
+mkdir -p /usr/share/polkit-1/actions /etc/polkit-1/rules.d
+cp "$CXIOSYNC_SOURCE_DIR/packaging/org.cxiosync1.policy" /usr/share/polkit-1/actions/
+cat >/etc/polkit-1/rules.d/10-nbdcg-test.rules <<'JS'
+polkit.addRule(function(action, subject) {
+  if (action.id == "org.cxiosync1.loop-setup" && subject.user == "nobody")
+    return polkit.Result.YES;
+});
+JS
+img2=$CXVM_SCRATCH_MNT/nbdcg-nobody.img
+truncate -s 16M "$img2" && chown 65534:65534 "$img2"
+out=$(cxvm_cg_run tenant setpriv --reuid=65534 --regid=65534 --clear-groups -- "$CTL" \
+	--no-ask-password --json=short loop add "$img2" --backend nbd 2>&1) ||
+	cxvm_fail "non-root loop add (default server_cgroup): $out"
+name=$(jq -r .name <<<"$out")
+cxl_expect "non-root caller: default server cgroup (reply)" "$(jq -r .server_cgroup <<<"$out")" /tenant
+cxl_expect "non-root caller: nbd.json server_cgroup_mode" \
+	"$(jq -r --arg d "$name" '.nbd[] | select(.device == $d) | .server_cgroup_mode' "$CXL_RUN/nbd.json")" caller
+cxl_expect "non-root caller: setup_by_uid" "$(jq -r .setup_by_uid <<<"$out")" 65534
+"$CTL" loop detach "$name" >/dev/null || cxvm_fail "detach $name (non-root's)"
+rm -f /etc/polkit-1/rules.d/10-nbdcg-test.rules "$img2"
+
 stop_bus
 nbd_no_leaks
 rm -f "$img"
