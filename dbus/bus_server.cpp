@@ -163,6 +163,8 @@ struct BusServer::Impl {
   void askUid(const std::string& sender, UidFn done);
   // The caller's uid, then `next(uid)`; `refused` on failure or when too many lookups wait.
   void callerUid(const std::string& sender, std::function<void(uint32_t)> next, RefuseFn refused);
+  // The bus driver's GetConnectionUnixProcessID (LoopPidFn).
+  void askPid(const std::string& sender, std::function<void(uint32_t, const std::string&)> done);
   // authorize() for `action`, asking polkit when it says so. Exactly one of the two is called.
   void checkAction(const std::string& sender, uint32_t uid, const std::string& action,
                    const std::string& what, bool interactive, std::function<void()> allowed,
@@ -459,6 +461,27 @@ void BusServer::Impl::askUid(const std::string& sender, UidFn done) {
       });
 }
 
+void BusServer::Impl::askPid(const std::string& sender,
+                             std::function<void(uint32_t, const std::string&)> done) {
+  try {
+    busDriver->callMethodAsync("GetConnectionUnixProcessID")
+        .onInterface("org.freedesktop.DBus")
+        .withTimeout(kPolkitTimeout)
+        .withArguments(sender)
+        .uponReplyInvoke([done](compat::AsyncError err, uint32_t pid) {
+          try {
+            if (err)
+              done(0, err->getName() + ": " + err->getMessage());
+            else
+              done(pid, {});
+          } catch (...) {
+          }
+        });
+  } catch (const sdbus::Error& e) {
+    done(0, e.getName() + ": " + e.getMessage());
+  }
+}
+
 void BusServer::Impl::callerUid(const std::string& sender, std::function<void(uint32_t)> next,
                                 RefuseFn refused) {
   if (sender.empty() && !options.uidOverride) {
@@ -743,6 +766,10 @@ Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
           raw->authorizeLoop(std::move(r), std::move(allowed), std::move(refused));
         },
         opt.log);
+    impl->loops->setPidLookup(
+        [raw](const std::string& sender, std::function<void(uint32_t, const std::string&)> done) {
+          raw->askPid(sender, std::move(done));
+        });
     impl->loops->refresh();
     impl->loops->collect();
     auto s = backend.status();

@@ -41,6 +41,11 @@ struct LoopSetupOptions {
   uint32_t workers = 0;          // 0 = not asked (1); else 1..16
   uint32_t queueDepth = 0;       // kernel loop nr_requests; 0 = the kernel's default
   uint32_t nbdTimeoutSec = 0;    // nbd I/O timeout; 0 = the backend's default
+  // nbd: where the server runs, so its backing I/O is charged there: "caller" (the caller's
+  // cgroup) | "daemon" | "" (default: caller for uid != 0, daemon for uid 0).
+  std::string serverCgroup;
+  // Not on the wire: the caller's pid as the bus reports it (0 = unknown), for "caller".
+  uint32_t callerPid = 0;
 };
 
 // One loop device as the org.cxiosync1.Loop properties show it.
@@ -65,7 +70,8 @@ struct LoopInfo {
   uint32_t workers = 1;     // threads doing backing I/O (kernel loop: 1 per issuing cgroup)
   uint32_t queueDepth = 0;  // requests the device accepts at once (queue/nr_requests)
   bool workersSettable = false, queueDepthSettable = false;  // live, by this backend
-  bool bound = true;  // not on the wire: false after a change that detached the device
+  std::string serverCgroup;  // nbd: the server's cgroup v2 path; "" otherwise
+  bool bound = true;         // not on the wire: false after a change that detached the device
 };
 
 // A file descriptor owned by whoever holds this (closed on destruction). Move-only.

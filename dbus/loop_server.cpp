@@ -68,6 +68,7 @@ std::string describeSetup(const LoopSetupOptions& o) {
   if (o.workers) s += " workers=" + std::to_string(o.workers);
   if (o.queueDepth) s += " queue_depth=" + std::to_string(o.queueDepth);
   if (o.nbdTimeoutSec) s += " nbd_timeout=" + std::to_string(o.nbdTimeoutSec);
+  if (!o.serverCgroup.empty()) s += " server_cgroup=" + o.serverCgroup;
   return s;
 }
 
@@ -333,6 +334,10 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   bool QueueDepthSettable() override {
     return prop<bool>("QueueDepthSettable", [](const LoopInfo& d) { return d.queueDepthSettable; });
   }
+  std::string ServerCgroup() override {
+    return prop<std::string>("ServerCgroup",
+                             [](const LoopInfo& d) { return wire::text(d.serverCgroup); });
+  }
 
   LoopServer& server_;
   std::string name_;
@@ -478,41 +483,55 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
     ar.interactive = req->interactive;
     ar.holdsFds = true;
     ar.decide = [](uint32_t) { return LoopAuthRequest::Decision{kLoopSetupAction, {}}; };
-    const LoopSetupOptions setupOptions = req->options;
+    const LoopSetupOptions asked = req->options;
+    // Runs the setup once the caller is known (uid) and, where the nbd server may start in
+    // the caller's cgroup, its pid (0 = unknown: such a setup then fails, see nbd_cgroup.h).
+    auto run = [this, shared, backing, asked](uint32_t uid, uint32_t pid) {
+      LoopSetupOptions setupOptions = asked;
+      setupOptions.callerPid = pid;
+      Result<LoopSetupOutcome> r = makeError("not applied");
+      try {
+        r = backend_->setup(backing->get(), setupOptions, uid);
+      } catch (const std::exception& e) {
+        r = makeError(std::string("loop setup: internal error: ") + e.what(), EIO);
+      } catch (...) {
+        r = makeError("loop setup: internal error", EIO);
+      }
+      backing->reset();  // the device holds its own reference to the file
+      if (!r) {
+        replyError(shared, errorOf(r.error(), {}));
+        return;
+      }
+      const LoopInfo& d = r->device;
+      std::string line = "uid " + std::to_string(uid) + ": set up " + d.device + " (" +
+                         describeSetup(setupOptions) + ") backed by " + d.backingFile +
+                         "; direct I/O " + (d.directIo ? "on" : "off");
+      if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
+      line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
+      // What the daemon changed or chose (partscan turned off for a non-root caller,
+      // the auto rule's reason, ...): the caller's reply has no room for it.
+      for (const auto& note : r->notes) line += "; " + note;
+      log(BusLogLevel::Notice, line);
+      exportDevice(d);
+      // Should the caller have gone, the device stays (it is recorded and listed).
+      try {
+        sdbus::UnixFd devFd(r->deviceFd.release(), sdbus::adopt_fd);
+        reply::results(*shared, "LoopSetup", log_, sdbus::ObjectPath(wire::loopObjectPath(d.name)),
+                       devFd);
+      } catch (...) {
+      }
+    };
     auth_(
         std::move(ar),
-        [this, shared, backing, setupOptions](uint32_t uid) {
-          Result<LoopSetupOutcome> r = makeError("not applied");
-          try {
-            r = backend_->setup(backing->get(), setupOptions, uid);
-          } catch (const std::exception& e) {
-            r = makeError(std::string("loop setup: internal error: ") + e.what(), EIO);
-          } catch (...) {
-            r = makeError("loop setup: internal error", EIO);
-          }
-          backing->reset();  // the device holds its own reference to the file
-          if (!r) {
-            replyError(shared, errorOf(r.error(), {}));
+        [this, run, asked, sender](uint32_t uid) {
+          if (!pid_ || !wire::loopSetupNeedsCallerPid(asked, uid)) {
+            run(uid, 0);
             return;
           }
-          const LoopInfo& d = r->device;
-          std::string line = "uid " + std::to_string(uid) + ": set up " + d.device + " (" +
-                             describeSetup(setupOptions) + ") backed by " + d.backingFile +
-                             "; direct I/O " + (d.directIo ? "on" : "off");
-          if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
-          line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
-          // What the daemon changed or chose (partscan turned off for a non-root caller,
-          // the auto rule's reason, ...): the caller's reply has no room for it.
-          for (const auto& note : r->notes) line += "; " + note;
-          log(BusLogLevel::Notice, line);
-          exportDevice(d);
-          // Should the caller have gone, the device stays (it is recorded and listed).
-          try {
-            sdbus::UnixFd devFd(r->deviceFd.release(), sdbus::adopt_fd);
-            reply::results(*shared, "LoopSetup", log_,
-                           sdbus::ObjectPath(wire::loopObjectPath(d.name)), devFd);
-          } catch (...) {
-          }
+          pid_(sender, [this, run, uid](uint32_t pid, const std::string& error) {
+            if (pid == 0) log(BusLogLevel::Info, "cannot learn the caller's pid: " + error);
+            run(uid, pid);
+          });
         },
         [this, shared, backing](const Refusal& refusal) {
           backing->reset();

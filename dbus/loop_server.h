@@ -55,6 +55,10 @@ using LoopAuthFn =
     std::function<void(LoopAuthRequest request, std::function<void(uint32_t uid)> allowed,
                        std::function<void(const Refusal& refusal)> refused)>;
 using LoopLogFn = std::function<void(BusLogLevel, const std::string&)>;
+// The bus driver's GetConnectionUnixProcessID for `sender`, asynchronously: `done(pid, "")`,
+// or `done(0, why)`. Never throws. Needed where the nbd server starts in the caller's cgroup.
+using LoopPidFn = std::function<void(
+    const std::string& sender, std::function<void(uint32_t pid, const std::string& error)> done)>;
 
 class LoopObject;
 
@@ -63,6 +67,7 @@ class LoopServer {
   // backend may be null: the loop calls then answer NotSupported.
   LoopServer(sdbus::IConnection& conn, LoopBackend* backend, LoopAuthFn auth, LoopLogFn log);
   ~LoopServer();
+  void setPidLookup(LoopPidFn pid) { pid_ = std::move(pid); }
 
   void setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
              const wire::Options& options, const std::string& sender);
@@ -91,6 +96,7 @@ class LoopServer {
   LoopBackend* backend_;
   LoopAuthFn auth_;
   LoopLogFn log_;
+  LoopPidFn pid_;
   std::map<std::string, std::unique_ptr<LoopObject>> objects_;
   std::set<std::string> gone_;
 };

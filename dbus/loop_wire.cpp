@@ -64,6 +64,7 @@ LoopProps toWire(const LoopInfo& d) {
   p["QueueDepth"] = sdbus::Variant(d.queueDepth);
   p["WorkersSettable"] = sdbus::Variant(d.workersSettable);
   p["QueueDepthSettable"] = sdbus::Variant(d.queueDepthSettable);
+  p["ServerCgroup"] = sdbus::Variant(text(d.serverCgroup));
   return p;
 }
 
@@ -90,7 +91,8 @@ Result<LoopInfo> loopFromWire(const LoopProps& o) {
       takeOption(o, "Backend", d.backend, bad) && takeOption(o, "Workers", d.workers, bad) &&
       takeOption(o, "QueueDepth", d.queueDepth, bad) &&
       takeOption(o, "WorkersSettable", d.workersSettable, bad) &&
-      takeOption(o, "QueueDepthSettable", d.queueDepthSettable, bad);
+      takeOption(o, "QueueDepthSettable", d.queueDepthSettable, bad) &&
+      takeOption(o, "ServerCgroup", d.serverCgroup, bad);
   if (!ok)
     return makeError("daemon sent loop property '" + bad + "' with an unexpected type", EPROTO);
   auto slash = d.device.rfind('/');
@@ -133,11 +135,18 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
       if (st = want("u"); st) opt.queueDepth = v.get<uint32_t>();
     } else if (key == "nbd_timeout") {
       if (st = want("u"); st) opt.nbdTimeoutSec = v.get<uint32_t>();
+    } else if (key == "server_cgroup") {
+      if (st = want("s"); st) {
+        opt.serverCgroup = v.get<std::string>();
+        if (opt.serverCgroup != "caller" && opt.serverCgroup != "daemon")
+          st = invalid("server_cgroup " + quoteForMessage(opt.serverCgroup) +
+                       " is not one of: caller, daemon");
+      }
     } else {
       return invalid("unknown option " + quoteForMessage(key) +
                      " for LoopSetup (known: read_only, offset, size_limit, block_size, "
                      "direct_io, autoclear, partscan, backend, workers, queue_depth, "
-                     "nbd_timeout, interactive)");
+                     "nbd_timeout, server_cgroup, interactive)");
     }
     if (!st) return st.error();
   }
@@ -163,6 +172,12 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
   if (opt.backend == "kernel" && opt.nbdTimeoutSec) {
     return invalid("nbd_timeout applies to the nbd backend only");
   }
+  // A kernel loop device has no server: the loop worker already charges the issuing cgroup.
+  if (opt.backend == "kernel" && !opt.serverCgroup.empty()) {
+    return invalid(
+        "server_cgroup applies to the nbd backend only (a kernel loop device charges "
+        "its backing I/O to the cgroup that issued it)");
+  }
   const uint32_t b = opt.blockSize;
   if (b != 0 && (b < 512 || b > 65536 || (b & (b - 1)) != 0)) {
     return invalid("block_size " + std::to_string(b) +
@@ -173,6 +188,11 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
     return invalid("offset and size_limit must be below 2^63");
   }
   return r;
+}
+
+bool loopSetupNeedsCallerPid(const LoopSetupOptions& o, uint32_t uid) {
+  if (o.backend == "kernel") return false;
+  return o.serverCgroup == "caller" || (o.serverCgroup.empty() && uid != 0);
 }
 
 std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequest& r) {
@@ -189,6 +209,7 @@ std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequ
   if (opt.workers) o["workers"] = sdbus::Variant(opt.workers);
   if (opt.queueDepth) o["queue_depth"] = sdbus::Variant(opt.queueDepth);
   if (opt.nbdTimeoutSec) o["nbd_timeout"] = sdbus::Variant(opt.nbdTimeoutSec);
+  if (!opt.serverCgroup.empty()) o["server_cgroup"] = sdbus::Variant(opt.serverCgroup);
   if (r.interactive) o["interactive"] = sdbus::Variant(true);
   return o;
 }

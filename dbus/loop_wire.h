@@ -39,6 +39,9 @@ struct LoopSetupRequest {
   LoopSetupOptions options;
   bool interactive = false;
 };
+// Whether LoopSetup needs the caller's pid: an nbd server may start in the caller's cgroup
+// (server_cgroup "caller", or the default for uid != 0) unless the kernel loop was asked.
+bool loopSetupNeedsCallerPid(const LoopSetupOptions& options, uint32_t uid);
 Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus::Variant>& o);
 std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequest& r);
 

@@ -69,6 +69,7 @@ dbus::LoopInfo LoopBusBackend::toInfo(const BlockDeviceInfo& d) {
   i.foreign = d.foreign;
   i.foreignOwner = d.foreign ? "manual" : "";
   i.backend = d.backend;
+  i.serverCgroup = d.serverCgroup;
   if (d.setupByUid && !d.foreign) i.setupByUid = *d.setupByUid;
   if (!d.foreign) i.directIoMode = d.directIo ? "on" : "auto";
   return i;
@@ -122,6 +123,10 @@ Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::
   bo.workers = static_cast<int>(o.workers);
   bo.queueDepth = o.queueDepth;
   if (o.nbdTimeoutSec) bo.nbdTimeoutSec = o.nbdTimeoutSec;
+  auto where = nbd::parseServerCgroup(o.serverCgroup);
+  if (!where) return where.error();
+  bo.serverCgroup = *where;
+  bo.callerPid = static_cast<pid_t>(std::min<uint32_t>(o.callerPid, INT32_MAX));
   std::vector<std::string> notes;
   // Partition scanning runs the kernel's partition parsers over the image's bytes and creates
   // loopNpM nodes: an unprivileged caller's image is not trusted that far.

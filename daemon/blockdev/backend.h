@@ -102,7 +102,12 @@ struct BlockDeviceInfo {
   pid_t serverPid = 0;
   bool serverAlive = true;
   bool workersSettableLive = false;  // kernel: n/a (no worker count); nbd: no (reconnect)
-  std::string note;                  // e.g. "server dead: I/O fails"
+  // nbd: the server's cgroup (live from /proc while it runs, else as recorded) and why it
+  // is there ("caller" | "daemon"); "" for kernel loop devices (I/O is charged to the
+  // issuing cgroup) and foreign nbd devices.
+  std::string serverCgroup;
+  std::string serverCgroupMode;
+  std::string note;  // e.g. "server dead: I/O fails"
 };
 
 }  // namespace cxiosync

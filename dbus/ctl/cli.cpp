@@ -474,6 +474,7 @@ enum CtlOptionId : int {
   kOptWorkers,
   kOptQueueDepth,
   kOptNbdTimeout,
+  kOptServerCgroup,
 };
 
 std::vector<option> ctlOptions() {
@@ -502,6 +503,7 @@ std::vector<option> ctlOptions() {
       {"workers", required_argument, nullptr, kOptWorkers},
       {"queue-depth", required_argument, nullptr, kOptQueueDepth},
       {"nbd-timeout", required_argument, nullptr, kOptNbdTimeout},
+      {"server-cgroup", required_argument, nullptr, kOptServerCgroup},
   };
 }
 
@@ -628,6 +630,11 @@ Status applyValue(CliOptions& o, const CliArg& a) {
         return cliValueError(a, "'" + *a.value + "' is not kernel, nbd or auto");
       o.loop.backend = *a.value;
       return Ok{};
+    case kOptServerCgroup:
+      if (*a.value != "caller" && *a.value != "daemon")
+        return cliValueError(a, "'" + *a.value + "' is not caller or daemon");
+      o.loop.serverCgroup = *a.value;
+      return Ok{};
     case kOptWorkers:
     case kOptQueueDepth:
     case kOptNbdTimeout: {
@@ -658,7 +665,8 @@ Status checkVerb(Invocation& inv, const std::vector<std::string>& positional) {
   } else if (o.loop.any()) {
     return invalid(
         "--read-only, --offset, --size, --block-size, --direct-io, --autoclear, "
-        "--partscan, --backend, --workers, --queue-depth, --nbd-timeout, --all, --capacity "
+        "--partscan, --backend, --workers, --queue-depth, --nbd-timeout, --server-cgroup, "
+        "--all, --capacity "
         "and --force apply only to the loop commands");
   } else if (inv.args.size() != it->second.args) {
     return invalid("usage: cxiosyncctl " + std::string(it->second.synopsis));

@@ -32,15 +32,16 @@ struct LoopFlags {
   bool capacity = false;                                       // set
   bool force = false;                                          // set, detach
   std::optional<uint64_t> offset, size;                        // add
-  std::optional<uint32_t> blockSize;    // add, set: a power of two 512..65536
-  std::optional<std::string> directIo;  // add (auto|on|off), set (on|off)
-  std::optional<std::string> backend;   // add: kernel|nbd|auto
-  std::optional<uint32_t> workers;      // add, set: 1..16
-  std::optional<uint32_t> queueDepth;   // add, set: 4..hw_queue_depth (the daemon checks)
-  std::optional<uint32_t> nbdTimeout;   // add: seconds
+  std::optional<uint32_t> blockSize;        // add, set: a power of two 512..65536
+  std::optional<std::string> directIo;      // add (auto|on|off), set (on|off)
+  std::optional<std::string> backend;       // add: kernel|nbd|auto
+  std::optional<uint32_t> workers;          // add, set: 1..16
+  std::optional<uint32_t> queueDepth;       // add, set: 4..hw_queue_depth (the daemon checks)
+  std::optional<uint32_t> nbdTimeout;       // add: seconds
+  std::optional<std::string> serverCgroup;  // add: caller|daemon (nbd server's cgroup)
   bool any() const {
     return readOnly || autoclear || partscan || all || capacity || force || offset || size ||
-           blockSize || directIo || backend || workers || queueDepth || nbdTimeout;
+           blockSize || directIo || backend || workers || queueDepth || nbdTimeout || serverCgroup;
   }
 };
 

@@ -42,7 +42,8 @@ std::string dio(const dbus::LoopInfo& d) {
 
 const char* const kAddFlags =
     "--read-only, --offset, --size, --block-size, --direct-io, "
-    "--autoclear, --partscan, --backend, --workers, --queue-depth, --nbd-timeout";
+    "--autoclear, --partscan, --backend, --workers, --queue-depth, --nbd-timeout, "
+    "--server-cgroup";
 
 }  // namespace
 
@@ -50,7 +51,7 @@ std::string loopUsage() {
   return "  loop add FILE [--read-only] [--offset N] [--size N] [--block-size N]\n"
          "           [--direct-io=auto|on|off] [--autoclear] [--partscan]\n"
          "           [--backend=kernel|nbd|auto] [--workers N] [--queue-depth N]\n"
-         "           [--nbd-timeout SEC] [-- CMD ARGS...]\n"
+         "           [--nbd-timeout SEC] [--server-cgroup=caller|daemon] [-- CMD ARGS...]\n"
          "  loop list [--all]\n"
          "  loop show DEV\n"
          "  loop set DEV [--direct-io=on|off] [--block-size N] [--capacity]\n"
@@ -73,8 +74,8 @@ Status checkLoopArgs(const Invocation& inv) {
   const auto& f = inv.options.loop;
   const std::string sub = a.empty() ? "" : a[0];
   auto usage = [&]() { return invalid("usage:\n" + loopUsage()); };
-  const bool addFlags =
-      f.readOnly || f.autoclear || f.partscan || f.offset || f.size || f.backend || f.nbdTimeout;
+  const bool addFlags = f.readOnly || f.autoclear || f.partscan || f.offset || f.size ||
+                        f.backend || f.nbdTimeout || f.serverCgroup;
   const bool setFlags = f.directIo || f.blockSize || f.capacity || f.workers || f.queueDepth;
   if (sub == "add") {
     if (a.size() < 2) return usage();
@@ -155,6 +156,7 @@ enum LoopColumn : size_t {
   kQueueDepth,
   kWorkersSettable,
   kQueueDepthSettable,
+  kServerCgroup,
   kOwner,
   kSetUpBy,
   kNoteLine
@@ -189,6 +191,8 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
   Cell setUpBy = d.foreign || !show ? Cell::null().hidden() : Cell::text(who);
   Cell workers = Cell::uinteger(d.workers);
   if (show && d.backend == "kernel") workers.shown(std::to_string(d.workers) + " (per cgroup)");
+  Cell serverCgroup = Cell::textOrNull(d.serverCgroup);
+  if (d.serverCgroup.empty()) serverCgroup.hidden();
   Cell noteLine = Cell::text(d.directIoNote);
   if (d.directIoNote.empty()) noteLine.hidden();
   return {Cell::text(d.name),
@@ -217,6 +221,7 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
           Cell::uinteger(d.queueDepth),
           Cell::boolean(d.workersSettable),
           Cell::boolean(d.queueDepthSettable),
+          std::move(serverCgroup),
           std::move(ownerCell),
           std::move(setUpBy),
           std::move(noteLine)};
@@ -255,13 +260,14 @@ Table loopTable(const std::vector<dbus::LoopInfo>& list, LoopView view) {
            {"queue_depth", h("QDEPTH", "Queue depth"), true},
            {"workers_settable", ""},
            {"queue_depth_settable", ""},
+           {"server_cgroup", h("", "Server cgroup")},
            {"", h("OWNER", "Owner")},
            {"", "Set up by"},
            {"", ""}});
   if (show) {
     t.display({kBackingFile, kBackingDevice, kOffset, kSizeLimit, kSize, kReadOnly, kAutoclear,
                kPartscan, kDirectIo, kNoteLine, kBlockSize, kOwner, kSetUpBy, kBackend, kWorkers,
-               kQueueDepth});
+               kQueueDepth, kServerCgroup});
   } else {
     t.display({kDevice, kBackingFile, kOffset, kSizeLimit, kReadOnly, kAutoclear, kDirectIo,
                kBlockSize, kBackend, kWorkers, kQueueDepth, kOwner});
@@ -341,6 +347,7 @@ class LoopRunner {
     if (f_.workers) opt.workers = *f_.workers;
     if (f_.queueDepth) opt.queueDepth = *f_.queueDepth;
     if (f_.nbdTimeout) opt.nbdTimeoutSec = *f_.nbdTimeout;
+    if (f_.serverCgroup) opt.serverCgroup = *f_.serverCgroup;
     // The caller's rights count: we open the file, the daemon never does.
     int fd = ::open(file.c_str(), (f_.readOnly ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {

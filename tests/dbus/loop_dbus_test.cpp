@@ -596,6 +596,10 @@ TEST_F(DbusLoop, BadOptionsAreInvalidArgumentAndCreateNothing) {
            {{"block_size", sdbus::Variant(uint32_t{256})}},
            {{"direct_io", sdbus::Variant(std::string("maybe"))}},
            {{"force", sdbus::Variant(true)}},
+           {{"server_cgroup", sdbus::Variant(std::string("tenant"))}},
+           {{"server_cgroup", sdbus::Variant(std::string(""))}},
+           {{"server_cgroup", sdbus::Variant(std::string("caller"))},
+            {"backend", sdbus::Variant(std::string("kernel"))}},
        }) {
     auto s = rawSetup(fd, o);
     EXPECT_EQ(s.error, kInvalid) << o.begin()->first;
@@ -613,6 +617,7 @@ TEST_F(DbusLoop, BadOptionsAreInvalidArgumentAndCreateNothing) {
   EXPECT_EQ(ctl({"loop", "add", img, "--block-size", "1000"}).rc, 2);
   EXPECT_EQ(ctl({"loop", "add", img, "--autoclear"}).rc, 2) << "autoclear needs a command";
   EXPECT_EQ(ctl({"loop", "add", img, "--offset", "1T"}).rc, 2);
+  EXPECT_EQ(ctl({"loop", "add", img, "--server-cgroup=tenant"}).rc, 2);
   EXPECT_EQ(ctl({"loop", "add", env().dataDir + "/missing.img"}).rc, 1);
   EXPECT_EQ(ctl({"loop", "set", "loop0"}).rc, 2) << "nothing to change";
   EXPECT_EQ(ctl({"loop", "show", "sda"}).rc, 2);

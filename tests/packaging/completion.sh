@@ -69,6 +69,7 @@ expect "add detach list set show" cxiosyncctl loop ""
 expect "loop0 loop12 nbd1" cxiosyncctl loop show ""
 expect "nbd1" cxiosyncctl loop set --workers 2 n
 expect "auto kernel nbd" cxiosyncctl loop add --backend ""
+expect "caller daemon" cxiosyncctl loop add --server-cgroup ""
 expect "--backend=" cxiosyncctl loop add disk.img --back
 expect "--queue-depth" cxiosyncctl loop set loop0 --queue
 expect "loop12" cxiosyncctl loop detach --force loop1

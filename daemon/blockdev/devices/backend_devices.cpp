@@ -120,6 +120,8 @@ Result<BlockSetupResult> NbdBackend::setup(int backingFd, const BlockSetupOption
   no.blockSize = o.loop.blockSize;
   no.directIo = o.loop.directIo;
   no.timeoutSec = o.nbdTimeoutSec;
+  no.serverCgroup = o.serverCgroup;
+  no.callerPid = o.callerPid;
   if ((::fcntl(backingFd, F_GETFL) & O_ACCMODE) == O_RDONLY) no.readOnly = true;
   auto d = m_.setup(backingFd, no, uid);
   if (!d) return d.error();

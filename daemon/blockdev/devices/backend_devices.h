@@ -21,6 +21,9 @@ struct BlockSetupOptions {
   BackendKind backend = BackendKind::Auto;
   uint32_t queueDepth = 0;  // kernel loop: nr_requests; 0 = leave the default
   uint32_t nbdTimeoutSec = nbd::kDefaultTimeoutSec;
+  // nbd: the server's cgroup (nbd_cgroup.h) and the caller's process for "caller".
+  nbd::ServerCgroup serverCgroup = nbd::ServerCgroup::Default;
+  pid_t callerPid = 0;
 };
 
 struct BlockSetupResult {

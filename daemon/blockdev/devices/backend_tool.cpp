@@ -340,7 +340,11 @@ void emitOne(const BlockToolGlobal& g, const BlockDeviceInfo& d) {
 int blockToolAdd(const BlockToolGlobal& g, const AddArgs& a, int backingFd) {
   auto bd = open(g);
   if (!bd) return fail(bd.error());
-  auto r = (*bd)->setup(backingFd, a.setup, g.uid);
+  // The tool is its own caller: server_cgroup=caller (the default under --as-uid N) is the
+  // tool's cgroup.
+  BlockSetupOptions so = a.setup;
+  so.callerPid = ::getpid();
+  auto r = (*bd)->setup(backingFd, so, g.uid);
   if (!r) return fail(r.error());
   if (g.json) {
     std::vector<Cell> notes;
@@ -377,14 +381,9 @@ void printJson(const Json& j) {
 }
 
 std::vector<Column> blockInfoColumns() {
-  return {{"backend", "BACKEND"},
-          {"workers", "WORKERS", true},
-          {"queue-depth", "QDEPTH", true},
-          {"in-flight-max", ""},
-          {"workers-settable-live", ""},
-          {"server-pid", ""},
-          {"server-alive", ""},
-          {"note", ""}};
+  return {{"backend", "BACKEND"}, {"workers", "WORKERS", true},  {"queue-depth", "QDEPTH", true},
+          {"in-flight-max", ""},  {"workers-settable-live", ""}, {"server-pid", ""},
+          {"server-alive", ""},   {"server-cgroup", ""},         {"note", ""}};
 }
 
 std::vector<Cell> blockInfoCells(const BlockDeviceInfo& d) {
@@ -397,6 +396,7 @@ std::vector<Cell> blockInfoCells(const BlockDeviceInfo& d) {
           Cell::boolean(d.workersSettableLive),
           nbdOnly(Cell::integer(d.serverPid)),
           nbdOnly(Cell::boolean(d.serverAlive)),
+          nbdOnly(Cell::bytes(d.serverCgroup)),
           nbdOnly(Cell::text(d.note))};
 }
 
@@ -452,8 +452,9 @@ void printBlockShow(const BlockDeviceInfo& d) {
               static_cast<unsigned long long>(d.sizeBytes), d.readOnly ? "yes" : "no",
               d.directIo ? "on" : "off");
   if (d.backend == "nbd")
-    std::printf("  server: pid %d, %s\n", static_cast<int>(d.serverPid),
-                d.serverAlive ? "running" : "DEAD");
+    std::printf("  server: pid %d, %s, cgroup %s (%s)\n", static_cast<int>(d.serverPid),
+                d.serverAlive ? "running" : "DEAD", Cell::bytes(d.serverCgroup).human().c_str(),
+                d.serverCgroupMode.empty() ? "?" : d.serverCgroupMode.c_str());
   std::printf(
       "  owner: %s\n",
       d.foreign ? "foreign" : ("uid:" + std::to_string(d.setupByUid ? *d.setupByUid : 0)).c_str());

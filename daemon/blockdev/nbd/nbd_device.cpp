@@ -3,10 +3,12 @@
 
 #include <fcntl.h>
 #include <linux/nbd.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +52,54 @@ int xioctl(int fd, unsigned long req, unsigned long arg) {
     r = ::ioctl(fd, req, arg);
   } while (r < 0 && errno == EINTR);
   return r;
+}
+
+// After fork in a threaded daemon only async-signal-safe calls: a status line for
+// spawnServer ("error ERRNO cgroup: MESSAGE"), built without allocating.
+void childError(int fd, int err, const char* msg) {
+  char num[16];
+  int n = 0;
+  unsigned v = static_cast<unsigned>(err);
+  do {
+    num[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v && n < 15);
+  char out[24] = "error ";
+  int k = 6;
+  while (n) out[k++] = num[--n];
+  out[k++] = ' ';
+  (void)!::write(fd, out, static_cast<size_t>(k));
+  (void)!::write(fd, "cgroup: ", 8);
+  (void)!::write(fd, msg, ::strlen(msg));
+  (void)!::write(fd, "\n", 1);
+}
+
+// The server process: in o.cgroupFd's cgroup when given (see SpawnOptions), else a plain
+// fork. Returns as fork does; -1 after reporting the error on `statusFd`.
+pid_t forkServer(int cgroupFd, int statusFd, const char* cloneMsg, const char* procsMsg) {
+  if (cgroupFd < 0) return ::fork();
+#ifdef CLONE_INTO_CGROUP
+  struct clone_args ca {};
+  ca.flags = CLONE_INTO_CGROUP;
+  ca.exit_signal = SIGCHLD;
+  ca.cgroup = static_cast<uint64_t>(cgroupFd);
+  long g = ::syscall(SYS_clone3, &ca, sizeof ca);
+  if (g >= 0) return static_cast<pid_t>(g);
+  const int e = errno;
+  if (e != ENOSYS && e != EINVAL && e != E2BIG && e != EPERM) {
+    childError(statusFd, e, cloneMsg);
+    return -1;
+  }
+#endif
+  pid_t p = ::fork();
+  if (p != 0) return p;
+  int procs = ::openat(cgroupFd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+  if (procs < 0 || ::write(procs, "0", 1) != 1) {
+    childError(statusFd, errno, procsMsg);
+    ::_exit(1);
+  }
+  ::close(procs);
+  return 0;
 }
 
 Error ioctlErr(const char* what) {
@@ -213,6 +263,10 @@ Result<SpawnResult> spawnServer(const SpawnOptions& o) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const std::string cloneMsg =
+      "cannot start the server in cgroup " + o.cgroupPath + " (clone3 CLONE_INTO_CGROUP)";
+  const std::string procsMsg =
+      "cannot move the server into cgroup " + o.cgroupPath + " (write to cgroup.procs)";
 
   pid_t child = ::fork();
   if (child < 0) return sysError(errno, "fork", "");
@@ -220,7 +274,7 @@ Result<SpawnResult> spawnServer(const SpawnOptions& o) {
     // Intermediate: new session, then the server as a grandchild, so the server is nobody's
     // child here (no zombie in the daemon) and survives the daemon.
     ::setsid();
-    pid_t g = ::fork();
+    pid_t g = forkServer(o.cgroupFd, wr.get(), cloneMsg.c_str(), procsMsg.c_str());
     if (g != 0) ::_exit(g < 0 ? 1 : 0);
     // fds 3 and 4 for the server: move everything out of the way first.
     int b = ::fcntl(o.backingFd, F_DUPFD_CLOEXEC, 10);
@@ -273,7 +327,10 @@ Result<SpawnResult> spawnServer(const SpawnOptions& o) {
     in >> code;
     std::string msg;
     std::getline(in, msg);
-    return makeError(trim(msg.empty() ? msg : msg.substr(1)), code ? code : EIO);
+    msg = trim(msg.empty() ? msg : msg.substr(1));
+    // From forkServer (async-signal-safe, so without the errno's text).
+    if (msg.rfind("cgroup: ", 0) == 0) msg = msg.substr(8) + ": " + std::strerror(code);
+    return makeError(msg, code ? code : EIO);
   }
   return makeError(std::string(kServerName) + " exited without reporting ready" +
                        (line.empty() ? std::string() : ": " + line),

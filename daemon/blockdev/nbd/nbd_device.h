@@ -69,6 +69,14 @@ struct SpawnOptions {
   std::string devRoot = "/dev";
   std::string logPath;  // the server's stderr (appended); "" = /dev/null
   std::chrono::milliseconds readyTimeout{60000};
+  // The cgroup v2 directory the server starts in (nbd_cgroup.h); -1 = the daemon's own.
+  // clone3(CLONE_INTO_CGROUP) (5.7+): the server's first instruction already runs there, so
+  // none of its I/O is charged elsewhere. Without clone3 (ENOSYS, or 5.3-5.6: EINVAL/E2BIG;
+  // EPERM from a seccomp filter) the child writes itself into cgroup.procs before exec. Any
+  // other failure (EBUSY: not a leaf, the no-internal-processes rule; EACCES; EROFS) fails the
+  // spawn with the reason; it never falls back to the daemon's cgroup.
+  int cgroupFd = -1;
+  std::string cgroupPath;  // for messages
 };
 struct SpawnResult {
   int index = -1;

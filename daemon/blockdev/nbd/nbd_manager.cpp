@@ -63,6 +63,8 @@ std::string nbdRecordsToJson(const std::vector<NbdRecord>& recs) {
                     {"direct_io", r.directIo},
                     {"block_size", r.blockSize},
                     {"timeout", r.timeoutSec}});
+    if (!r.serverCgroup.empty()) list.back()["server_cgroup"] = jsonBytes(r.serverCgroup);
+    if (!r.serverCgroupMode.empty()) list.back()["server_cgroup_mode"] = r.serverCgroupMode;
   }
   return jsonDump(Json{{"version", 1}, {"nbd", std::move(list)}}, 2) + "\n";
 }
@@ -79,6 +81,7 @@ Result<NbdRecord> nbdRecordFromJson(const Json& n) {
   f.num("backing_inode", r.backingInode).bytes("backing_file", r.backingFile);
   f.flag("read_only", r.readOnly).flag("direct_io", r.directIo);
   f.num("block_size", r.blockSize).num("timeout", r.timeoutSec);
+  f.bytes("server_cgroup", r.serverCgroup).text("server_cgroup_mode", r.serverCgroupMode);
   if (!f.ok()) return makeError(f.error(), EINVAL);
   if (r.index < 0 || pid <= 0 || !std::in_range<pid_t>(pid))
     return makeError("bad index or pid", EINVAL);
@@ -189,6 +192,12 @@ BlockDeviceInfo NbdManager::info(const nbd::DeviceState& s, const std::optional<
     d.directIo = rec->directIo;
     d.serverPid = rec->pid;
     d.serverAlive = nbd::serverAlive(rec->pid);
+    d.serverCgroupMode = rec->serverCgroupMode;
+    d.serverCgroup = rec->serverCgroup;
+    // Live: the tenant may have moved it inside its own (delegated) subtree.
+    if (d.serverAlive)
+      if (auto now = nbd::processCgroupPath(rec->pid, o_.procRoot); !now.empty())
+        d.serverCgroup = now;
     if (!d.serverAlive && s.connected)
       d.note = "server process " + std::to_string(rec->pid) +
                " is gone but the kernel still shows the device: I/O fails after the timeout";
@@ -226,6 +235,19 @@ Result<BlockDeviceInfo> NbdManager::setup(int backingFd, const NbdOptions& opt,
   so.devRoot = o_.devRoot;
   if (::mkdir(o_.runDir.c_str(), 0755) == 0 || errno == EEXIST)
     so.logPath = o_.runDir + "/nbd-server.log";
+  const nbd::ServerCgroup where = nbd::effectiveServerCgroup(opt.serverCgroup, callerUid);
+  std::optional<nbd::TargetCgroup> target;
+  if (where == nbd::ServerCgroup::Caller) {
+    auto t = nbd::openProcessCgroup(opt.callerPid, callerUid, o_.procRoot, o_.cgroupRoot);
+    if (!t)
+      return makeError("server_cgroup=caller: " + t.error().message +
+                           " (the nbd server must run in the caller's cgroup so that its I/O is "
+                           "charged there; server_cgroup=daemon is for root)",
+                       t.error().code);
+    target = std::move(*t);
+    so.cgroupFd = target->dir.get();
+    so.cgroupPath = target->path;
+  }
   auto lk = lock();  // serialises device choice between our own callers
   if (!lk) return lk.error();
   auto sp = nbd::spawnServer(so);
@@ -246,9 +268,18 @@ Result<BlockDeviceInfo> NbdManager::setup(int backingFd, const NbdOptions& opt,
   r.directIo = sp->directIo;
   r.blockSize = sp->blockSize;
   r.timeoutSec = opt.timeoutSec;
+  r.serverCgroupMode = nbd::serverCgroupName(where);
+  r.serverCgroup = nbd::processCgroupPath(sp->pid, o_.procRoot);
   auto stop = [&] {
     (void)nbd::stopServer(o_.devRoot, o_.sysRoot, sp->index, sp->pid, o_.stopWait);
   };
+  // Read back, not assumed: the kernel put the server where clone3/cgroup.procs said.
+  if (target && r.serverCgroup != target->path) {
+    stop();
+    return makeError("the nbd server runs in cgroup \"" + r.serverCgroup +
+                         "\", not in the caller's " + target->path,
+                     EIO);
+  }
   if (opt.directIo == DirectIoMode::On && !sp->directIo) {
     stop();
     return makeError("direct I/O is not possible on the backing file (O_DIRECT refused)", EINVAL);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "daemon/blockdev/backend.h"
+#include "daemon/blockdev/nbd/nbd_cgroup.h"
 #include "daemon/blockdev/nbd/nbd_device.h"
 
 namespace cxiosync {
@@ -27,6 +28,10 @@ struct NbdOptions {
   uint32_t blockSize = 0;  // 0: 512
   uint32_t timeoutSec = nbd::kDefaultTimeoutSec;
   DirectIoMode directIo = DirectIoMode::Auto;  // On: fail unless O_DIRECT works
+  // Where the server runs, so its backing I/O is charged there (nbd_cgroup.h). Caller needs
+  // callerPid (from the bus; the development tool passes its own).
+  nbd::ServerCgroup serverCgroup = nbd::ServerCgroup::Default;
+  pid_t callerPid = 0;
 };
 
 struct NbdRecord {
@@ -42,6 +47,10 @@ struct NbdRecord {
   bool directIo = false;
   uint32_t blockSize = 0;
   uint32_t timeoutSec = 0;
+  // The server's cgroup right after it started (read back from /proc) and why it is there
+  // ("caller" | "daemon"); both "" in records written before this field.
+  std::string serverCgroup;
+  std::string serverCgroupMode;
 };
 std::string nbdRecordsToJson(const std::vector<NbdRecord>& r);
 // Like loopRecordsFromJson (daemon/blockdev/loop/loop_state.h): EINVAL only when the text is
@@ -58,6 +67,8 @@ struct NbdManagerOptions {
   std::string sysRoot = "/sys";
   std::string devRoot = "/dev";
   std::string serverPath;  // "" = nbd::defaultServerPath()
+  std::string procRoot = "/proc";
+  std::string cgroupRoot = "/sys/fs/cgroup";
   std::chrono::milliseconds stopWait{5000};
 };
 

@@ -81,6 +81,12 @@ TEST(LoopCli, ArgumentChecks) {
   EXPECT_EQ(*w->options.loop.backend, "nbd");
   EXPECT_EQ(*w->options.loop.workers, 4u);
   EXPECT_EQ(*w->options.loop.nbdTimeout, 30u);
+  EXPECT_FALSE(w->options.loop.serverCgroup);
+  for (const char* where : {"caller", "daemon"}) {
+    auto sc = parse({"loop", "add", "/x", "--backend=nbd", std::string("--server-cgroup=") + where});
+    ASSERT_TRUE(sc.ok()) << sc.error().message;
+    EXPECT_EQ(*sc->options.loop.serverCgroup, where);
+  }
   auto q = parse({"loop", "set", "loop1", "--queue-depth=64"});
   ASSERT_TRUE(q.ok()) << q.error().message;
   EXPECT_EQ(*q->options.loop.queueDepth, 64u);
@@ -112,6 +118,11 @@ TEST(LoopCli, ArgumentChecks) {
            {"loop", "add", "/x", "--queue-depth=2"},
            {"loop", "set", "loop1", "--backend=nbd"},
            {"loop", "set", "loop1", "--nbd-timeout=3"},
+           {"loop", "add", "/x", "--server-cgroup=tenant"},
+           {"loop", "add", "/x", "--server-cgroup="},
+           {"loop", "set", "nbd0", "--server-cgroup=caller"},
+           {"loop", "list", "--server-cgroup=daemon"},
+           {"isolate", "cg", "on", "--server-cgroup=caller"},
            {"loop", "list", "--workers=2"},
            {"loop", "detach", "loop1", "--queue-depth=8"},
            {"status", "--workers=2"},
@@ -188,6 +199,19 @@ TEST(LoopCli, BackendWorkersAndQueueDepth) {
   EXPECT_NE(j.find("\"workers_settable\":false"), std::string::npos) << j;
   auto list = loopsJson({d}).dump(false);
   EXPECT_NE(list.find("\"workers\":4"), std::string::npos) << list;
+  // The nbd server's cgroup (issue 17 item 5): a show line and a JSON key, over the wire too.
+  EXPECT_EQ(show.find("Server cgroup"), std::string::npos) << "none: no line";
+  d.serverCgroup = "/tenant.slice/job.scope";
+  show = loopText(d);
+  EXPECT_NE(show.find("Server cgroup"), std::string::npos) << show;
+  EXPECT_NE(show.find("/tenant.slice/job.scope"), std::string::npos) << show;
+  j = loopJson(d).dump(false);
+  EXPECT_NE(j.find("\"server_cgroup\":\"/tenant.slice/job.scope\""), std::string::npos) << j;
+  list = loopsJson({d}).dump(false);
+  EXPECT_NE(list.find("\"server_cgroup\":\"/tenant.slice/job.scope\""), std::string::npos) << list;
+  auto back = dbus::wire::loopFromWire(dbus::wire::toWire(d));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->serverCgroup, d.serverCgroup);
 }
 
 TEST(LoopWire, SetupOptions) {
@@ -209,6 +233,28 @@ TEST(LoopWire, SetupOptions) {
   auto back = dbus::wire::parseLoopSetupOptions(dbus::wire::loopSetupOptionsToWire(*ok));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->options.sizeLimit, 1u << 20);
+  // server_cgroup (issue 17 item 5): "" = the default, sent only when asked.
+  for (const char* where : {"caller", "daemon"}) {
+    auto sc = dbus::wire::parseLoopSetupOptions({{"server_cgroup", V(std::string(where))}});
+    ASSERT_TRUE(sc.ok()) << sc.error().message;
+    EXPECT_EQ(sc->options.serverCgroup, where);
+    auto again = dbus::wire::parseLoopSetupOptions(dbus::wire::loopSetupOptionsToWire(*sc));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->options.serverCgroup, where);
+  }
+  EXPECT_EQ(dbus::wire::loopSetupOptionsToWire(*ok).count("server_cgroup"), 0u);
+  // Whether the daemon asks the bus for the caller's pid: where the server may start in
+  // the caller's cgroup.
+  dbus::LoopSetupOptions so;
+  EXPECT_TRUE(dbus::wire::loopSetupNeedsCallerPid(so, 1000));
+  EXPECT_FALSE(dbus::wire::loopSetupNeedsCallerPid(so, 0));
+  so.serverCgroup = "caller";
+  EXPECT_TRUE(dbus::wire::loopSetupNeedsCallerPid(so, 0));
+  so.serverCgroup = "daemon";
+  EXPECT_FALSE(dbus::wire::loopSetupNeedsCallerPid(so, 1000));
+  so.serverCgroup = "";
+  so.backend = "kernel";
+  EXPECT_FALSE(dbus::wire::loopSetupNeedsCallerPid(so, 1000));
   for (const auto& bad : std::vector<std::map<std::string, V>>{
            {{"nope", V(true)}},
            {{"force", V(true)}},
@@ -225,6 +271,10 @@ TEST(LoopWire, SetupOptions) {
            {{"workers", V(int32_t{4})}},
            {{"queue_depth", V(uint32_t{2})}},
            {{"nbd_timeout", V(uint32_t{100000})}},
+           {{"server_cgroup", V(std::string("tenant"))}},
+           {{"server_cgroup", V(std::string(""))}},
+           {{"server_cgroup", V(true)}},
+           {{"server_cgroup", V(std::string("caller"))}, {"backend", V(std::string("kernel"))}},
        }) {
     auto r = dbus::wire::parseLoopSetupOptions(bad);
     EXPECT_FALSE(r.ok()) << bad.begin()->first;

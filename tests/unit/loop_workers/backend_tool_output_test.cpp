@@ -21,6 +21,8 @@ BlockDeviceInfo nbdDevice() {
   d.serverPid = 4242;
   d.serverAlive = false;
   d.note = "server dead: I/O fails";
+  d.serverCgroup = "/tenant.slice/job.scope";
+  d.serverCgroupMode = "caller";
   return d;
 }
 
@@ -31,7 +33,8 @@ TEST(BackendTool, JsonRecordsKeepTheirKeysPerBackend) {
             R"({"name":"/dev/nbd0","back-file":"/srv/a\\xff.img","size":1048576,"ro":false,)"
             R"("direct-io":false,"foreign":false,"setup-by-uid":1000,"backend":"nbd",)"
             R"("workers":4,"queue-depth":128,"in-flight-max":4,"workers-settable-live":false,)"
-            R"("server-pid":4242,"server-alive":false,"note":"server dead: I/O fails"})");
+            R"("server-pid":4242,"server-alive":false,"server-cgroup":"/tenant.slice/job.scope",)"
+            R"("note":"server dead: I/O fails"})");
   BlockDeviceInfo k;
   k.name = "loop3";
   k.path = "/dev/loop3";
