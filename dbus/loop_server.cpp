@@ -96,13 +96,17 @@ void LoopServer::offLoop(std::function<T()> work, std::function<void(T&)> done, 
       // An empty box: answered as an internal error below.
     }
   };
-  auto finish = [this, box, done = std::move(done), fail] {
+  const bool queued = static_cast<bool>(jobs_);
+  auto finish = [this, box, done = std::move(done), fail, queued] {
     try {
       if (!*box) {
         fail(compat::error(kFailed, "loop job: internal error"));
-        return;
+      } else {
+        done(**box);
       }
-      done(**box);
+      // A queued job completes outside any object's callback: objects it marked gone (a
+      // Detach) go now, not at the next bus message, which would still find them.
+      if (queued) collect();
     } catch (const std::exception& e) {
       log(BusLogLevel::Warning, std::string("loop job completion: internal error: ") + e.what());
     } catch (...) {
@@ -114,12 +118,12 @@ void LoopServer::offLoop(std::function<T()> work, std::function<void(T&)> done, 
     finish();
     return;
   }
-  bool queued = false;
+  bool accepted = false;
   try {
-    queued = jobs_(std::move(run), std::move(finish));
+    accepted = jobs_(std::move(run), std::move(finish));
   } catch (...) {
   }
-  if (!queued) {
+  if (!accepted) {
     log(BusLogLevel::Info, "refused a loop call: too many loop operations pending");
     fail(compat::error(kBusy,
                        "Not now: too many loop operations are pending (a backing file may not "
