@@ -377,7 +377,7 @@ class Adaptor final : public sdbus::AdaptorInterfaces<org::cxiosync1::Manager_ad
 
   void LoopList(sdbus::Result<std::vector<wire::LoopEntry>>&& result,
                 wire::Options options) override {
-    read(std::move(result), "LoopList", [&] { return impl_.loops->list(options); });
+    impl_.loops->list(std::move(result), options);
   }
 
   // Property getters run inside sdbus callbacks too: same rule, never let anything escape.
@@ -765,7 +765,7 @@ Result<std::unique_ptr<BusServer>> BusServer::create(ManagerBackend& backend,
               std::function<void(const Refusal&)> refused) {
           raw->authorizeLoop(std::move(r), std::move(allowed), std::move(refused));
         },
-        opt.log);
+        opt.log, opt.loopJobs);
     impl->loops->setPidLookup(
         [raw](const std::string& sender, std::function<void(uint32_t, const std::string&)> done) {
           raw->askPid(sender, std::move(done));

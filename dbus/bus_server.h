@@ -62,6 +62,8 @@ struct BusServerOptions {
   // Loop devices (org.cxiosync1.Loop, Manager.LoopSetup/LoopList); null: those calls answer
   // NotSupported. Not owned; must outlive the server.
   LoopBackend* loopBackend = nullptr;
+  // Where loop jobs run (LoopJobFn, loop_backend.h); unset: inline, on the loop thread.
+  LoopJobFn loopJobs;
   // Test hooks. Production leaves these alone.
   std::string polkitBusName = "org.freedesktop.PolicyKit1";  // where CheckAuthorization goes
   std::optional<uint32_t> uidOverride;  // treat every caller as this uid (tests only)

@@ -4,7 +4,7 @@
 // (daemon/blockdev/loop/loop_manager.h), like ManagerBackend for the Manager interface: BusServer
 // exports org.cxiosync1.Loop objects and Manager.LoopSetup/LoopList over a LoopBackend; the
 // daemon implements it (daemon/app/loop_bus_backend.h) over LoopManager. No daemon/ header is
-// included here: data flows one way. Everything runs on the daemon's one thread.
+// included here: data flows one way. Threading: see LoopJobFn below.
 //
 // Before a mutation reaches the backend, BusServer has validated the arguments and
 // authorized the caller: uid 0, or polkit org.cxiosync1.loop-setup (setup),
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -152,6 +153,16 @@ class LoopBackend {
   virtual Result<LoopDetachOutcome> detach(const std::string& name, uint32_t callerUid,
                                            bool force) = 0;
 };
+
+// How LoopServer keeps blocking loop work off the event loop: `work` (a LoopBackend call:
+// ioctls, device-node waits, EBUSY retries, fstat on a caller's fd that a FUSE file can hang
+// for ever, sysfs writes) runs on a worker thread, then `done` runs on the loop thread, where
+// the reply is sent and the D-Bus objects change. Both closures are destroyed on the loop
+// thread. false: too many jobs pending (the call answers Busy); nothing runs. The daemon
+// implements it over daemon/core/work_queue.h; unset, both run at once on the calling thread
+// (the test server's fake backend). So with jobs every LoopBackend call but access() runs on
+// the worker thread, one at a time; access() (pure) runs on the loop thread.
+using LoopJobFn = std::function<bool(std::function<void()> work, std::function<void()> done)>;
 
 // errno → org.cxiosync1.Error.* for loop calls (see above).
 const char* loopErrorName(const Error& error);

@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kFailed = "org.cxiosync1.Error.Failed";
 constexpr const char* kNoSuchDevice = "org.cxiosync1.Error.NoSuchDevice";
+constexpr const char* kBusy = "org.cxiosync1.Error.Busy";
 constexpr auto kStale = std::chrono::seconds(1);
 
 sdbus::Error notSupportedError() {
@@ -72,7 +73,64 @@ std::string describeSetup(const LoopSetupOptions& o) {
   return s;
 }
 
+// A backend read that never throws (it may run on the worker, where nothing may escape).
+Result<LoopInfo> guardedShow(LoopBackend* backend, const std::string& name) {
+  try {
+    return backend->show(name);
+  } catch (const std::exception& e) {
+    return makeError("reading " + name + ": internal error: " + e.what(), EIO);
+  } catch (...) {
+    return makeError("reading " + name + ": internal error", EIO);
+  }
+}
+
 }  // namespace
+
+template <class T>
+void LoopServer::offLoop(std::function<T()> work, std::function<void(T&)> done, FailFn fail) {
+  // The value lives in a box both closures share; the queue destroys both on this thread.
+  auto box = std::make_shared<std::optional<T>>();
+  auto run = [box, work = std::move(work)] {
+    try {
+      box->emplace(work());
+    } catch (...) {
+      // An empty box: answered as an internal error below.
+    }
+  };
+  const bool queued = static_cast<bool>(jobs_);
+  auto finish = [this, box, done = std::move(done), fail, queued] {
+    try {
+      if (!*box) {
+        fail(compat::error(kFailed, "loop job: internal error"));
+      } else {
+        done(**box);
+      }
+      // A queued job completes outside any object's callback: objects it marked gone (a
+      // Detach) go now, not at the next bus message, which would still find them.
+      if (queued) collect();
+    } catch (const std::exception& e) {
+      log(BusLogLevel::Warning, std::string("loop job completion: internal error: ") + e.what());
+    } catch (...) {
+      log(BusLogLevel::Warning, "loop job completion: internal error");
+    }
+  };
+  if (!jobs_) {
+    run();
+    finish();
+    return;
+  }
+  bool accepted = false;
+  try {
+    accepted = jobs_(std::move(run), std::move(finish));
+  } catch (...) {
+  }
+  if (!accepted) {
+    log(BusLogLevel::Info, "refused a loop call: too many loop operations pending");
+    fail(compat::error(kBusy,
+                       "Not now: too many loop operations are pending (a backing file may not "
+                       "answer); try again later"));
+  }
+}
 
 // ---- one device -------------------------------------------------------------------------
 
@@ -92,6 +150,22 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     info_ = info;
     fetched_ = std::chrono::steady_clock::now();
   }
+  void refreshLater() {
+    if (refreshing_) return;
+    refreshing_ = true;
+    LoopServer& server = server_;
+    LoopBackend* backend = server.backend();
+    const std::string name = name_;
+    // The completion looks the object up by name: it may be gone by then.
+    server.offLoop<Result<LoopInfo>>(
+        [backend, name] { return guardedShow(backend, name); },
+        [&server, name](Result<LoopInfo>& r) { server.refreshed(name, r); },
+        [&server, name](const sdbus::Error&) {
+          Result<LoopInfo> none = makeError("busy", EAGAIN);
+          server.refreshed(name, none);
+        });
+  }
+  void refreshDone() { refreshing_ = false; }
   void emitAllChanged() {
     try {
       std::vector<std::string> names;
@@ -109,6 +183,12 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     if (std::chrono::steady_clock::now() - fetched_ < kStale) return info_;
     auto* backend = server_.backend();
     if (!backend) throw notSupportedError();
+    // A property read may not wait for the kernel (LOOP_GET_STATUS64 asks the backing file's
+    // filesystem, which may never answer): the cache answers while a job reads it again.
+    if (server_.hasJobs()) {
+      refreshLater();
+      return info_;
+    }
     Result<LoopInfo> fresh = makeError("not read");
     try {
       fresh = backend->show(name_);
@@ -146,23 +226,27 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     server.deviceCall(
         name, sender(), method, options, false, what,
         [shared](const sdbus::Error& e) { replyError(shared, e); },
-        [shared, &server, name, what, apply](uint32_t uid, bool force) {
-          Result<LoopInfo> r = makeError("not applied");
+        [shared, &server, name, what, apply](uint32_t uid, bool force) -> std::function<void()> {
+          // On the worker: the backend call only.
+          auto r = std::make_shared<Result<LoopInfo>>(makeError("not applied"));
           try {
-            r = apply(*server.backend(), uid, force);
+            *r = apply(*server.backend(), uid, force);
           } catch (const std::exception& e) {
-            r = makeError(what + ": internal error: " + e.what(), EIO);
+            *r = makeError(what + ": internal error: " + e.what(), EIO);
           } catch (...) {
-            r = makeError(what + ": internal error", EIO);
+            *r = makeError(what + ": internal error", EIO);
           }
-          if (!r) {
-            replyError(shared, server.errorOf(r.error(), name));
-            return;
-          }
-          server.log(BusLogLevel::Notice,
-                     "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : ""));
-          server.updated(name, *r);
-          reply::results(*shared, what.c_str(), {});
+          // On the loop thread: the reply and the objects.
+          return [shared, &server, name, what, r, uid, force] {
+            if (!*r) {
+              replyError(shared, server.errorOf(r->error(), name));
+              return;
+            }
+            server.log(BusLogLevel::Notice,
+                       "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : ""));
+            server.updated(name, **r);
+            reply::results(*shared, what.c_str(), {});
+          };
         });
   }
 
@@ -230,24 +314,28 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     server.deviceCall(
         name, sender(), "Detach", options, true, what,
         [shared](const sdbus::Error& e) { replyError(shared, e); },
-        [shared, &server, name, what](uint32_t uid, bool force) {
-          Result<LoopDetachOutcome> r = makeError("not applied");
+        [shared, &server, name, what](uint32_t uid, bool force) -> std::function<void()> {
+          // On the worker: LOOP_CLR_FD, EBUSY retries, the wait for the kernel to let go.
+          auto r = std::make_shared<Result<LoopDetachOutcome>>(makeError("not applied"));
           try {
-            r = server.backend()->detach(name, uid, force);
+            *r = server.backend()->detach(name, uid, force);
           } catch (const std::exception& e) {
-            r = makeError(what + ": internal error: " + e.what(), EIO);
+            *r = makeError(what + ": internal error: " + e.what(), EIO);
           } catch (...) {
-            r = makeError(what + ": internal error", EIO);
+            *r = makeError(what + ": internal error", EIO);
           }
-          if (!r) {
-            replyError(shared, server.errorOf(r.error(), name));
-            return;
-          }
-          server.log(BusLogLevel::Notice,
-                     "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : "") +
-                         (r->lazy ? " (lazy: still in use, detaches on last close)" : ""));
-          if (r->detached) server.markGone(name);
-          reply::results(*shared, "Detach", {}, r->lazy);
+          return [shared, &server, name, what, r, uid, force] {
+            if (!*r) {
+              replyError(shared, server.errorOf(r->error(), name));
+              return;
+            }
+            const LoopDetachOutcome& d = **r;
+            server.log(BusLogLevel::Notice,
+                       "uid " + std::to_string(uid) + ": " + what + (force ? " (force)" : "") +
+                           (d.lazy ? " (lazy: still in use, detaches on last close)" : ""));
+            if (d.detached) server.markGone(name);
+            reply::results(*shared, "Detach", {}, d.lazy);
+          };
         });
   }
 
@@ -343,13 +431,18 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   std::string name_;
   LoopInfo info_;
   std::chrono::steady_clock::time_point fetched_;
+  bool refreshing_ = false;
 };
 
 // ---- the server -------------------------------------------------------------------------
 
 LoopServer::LoopServer(sdbus::IConnection& conn, LoopBackend* backend, LoopAuthFn auth,
-                       LoopLogFn log)
-    : conn_(conn), backend_(backend), auth_(std::move(auth)), log_(std::move(log)) {}
+                       LoopLogFn log, LoopJobFn jobs)
+    : conn_(conn),
+      backend_(backend),
+      auth_(std::move(auth)),
+      log_(std::move(log)),
+      jobs_(std::move(jobs)) {}
 
 LoopServer::~LoopServer() = default;
 
@@ -429,25 +522,70 @@ void LoopServer::refresh() {
   }
 }
 
-std::vector<wire::LoopEntry> LoopServer::list(const wire::Options& options) {
+void LoopServer::refreshed(const std::string& name, Result<LoopInfo>& r) {
+  auto it = objects_.find(name);
+  if (it == objects_.end()) return;
+  it->second->refreshDone();
+  if (r) {
+    if (!r->bound) markGone(name);
+    it->second->update(*r);
+  } else if (r.error().code == ENOENT) {
+    markGone(name);
+  }
+}
+
+void LoopServer::list(sdbus::Result<std::vector<wire::LoopEntry>>&& result,
+                      const wire::Options& options) {
+  using R = sdbus::Result<std::vector<wire::LoopEntry>>;
+  auto shared = std::make_shared<R>(std::move(result));
+  LoopLogFn logFn = log_;
+  FailFn fail = [shared, logFn](const sdbus::Error& e) {
+    reply::error(*shared, "LoopList", e, logFn);
+  };
   auto opt = wire::parseLoopCallOptions(options, true);
-  if (!opt) throw compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
-  if (!backend_) throw notSupportedError();
-  auto all = backend_->list(true);
-  if (!all) throw compat::error(loopErrorName(all.error()), all.error().message);
+  if (!opt) {
+    fail(compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message));
+    return;
+  }
+  if (!backend_) {
+    fail(notSupportedError());
+    return;
+  }
+  LoopBackend* backend = backend_;
+  const bool all = opt->all;
+  offLoop<Result<std::vector<LoopInfo>>>(
+      [backend]() -> Result<std::vector<LoopInfo>> {
+        try {
+          return backend->list(true);
+        } catch (const std::exception& e) {
+          return makeError(std::string("listing loop devices: internal error: ") + e.what(), EIO);
+        }
+      },
+      [this, shared, all, fail](Result<std::vector<LoopInfo>>& r) {
+        if (!r) {
+          fail(compat::error(loopErrorName(r.error()), r.error().message));
+          return;
+        }
+        listed(*r, all, *shared);
+      },
+      fail);
+}
+
+void LoopServer::listed(std::vector<LoopInfo>& all, bool showForeign,
+                        sdbus::Result<std::vector<wire::LoopEntry>>& result) {
   std::set<std::string> seen;
   std::vector<wire::LoopEntry> out;
-  for (const auto& d : *all) {
+  for (const auto& d : all) {
     seen.insert(d.name);
     exportDevice(d);
-    if (d.foreign && !opt->all) continue;
+    if (d.foreign && !showForeign) continue;
     if (!wire::validLoopName(d.name)) continue;
     out.emplace_back(sdbus::ObjectPath(wire::loopObjectPath(d.name)), wire::toWire(d));
   }
   for (const auto& [name, obj] : objects_) {
     if (!seen.count(name)) gone_.insert(name);
   }
-  return out;
+  reply::results(result, "LoopList", log_, out);
 }
 
 void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
@@ -455,7 +593,7 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
   using R = sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>;
   auto shared = std::make_shared<R>(std::move(result));
   // The received fd is ours (a dup made by sdbus); it is closed when the last copy of this
-  // pointer goes, whatever happens.
+  // pointer goes, whatever happens: after the job that uses it, on the loop thread.
   auto backing = std::make_shared<sdbus::UnixFd>(std::move(fd));
   try {
     auto req = wire::parseLoopSetupOptions(options);
@@ -464,6 +602,7 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
       throw compat::error("org.cxiosync1.Error.InvalidArgument", "no backing file descriptor");
     }
     if (!backend_) throw notSupportedError();
+    // F_GETFL reads the open file's flags and never reaches its filesystem (safe on FUSE).
     const int mode = ::fcntl(backing->get(), F_GETFL);
     if (mode >= 0 && (mode & O_ACCMODE) == O_WRONLY) {
       throw compat::error("org.cxiosync1.Error.InvalidArgument",
@@ -484,53 +623,20 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
     ar.holdsFds = true;
     ar.decide = [](uint32_t) { return LoopAuthRequest::Decision{kLoopSetupAction, {}}; };
     const LoopSetupOptions asked = req->options;
-    // Runs the setup once the caller is known (uid) and, where the nbd server may start in
-    // the caller's cgroup, its pid (0 = unknown: such a setup then fails, see nbd_cgroup.h).
-    auto run = [this, shared, backing, asked](uint32_t uid, uint32_t pid) {
-      LoopSetupOptions setupOptions = asked;
-      setupOptions.callerPid = pid;
-      Result<LoopSetupOutcome> r = makeError("not applied");
-      try {
-        r = backend_->setup(backing->get(), setupOptions, uid);
-      } catch (const std::exception& e) {
-        r = makeError(std::string("loop setup: internal error: ") + e.what(), EIO);
-      } catch (...) {
-        r = makeError("loop setup: internal error", EIO);
-      }
-      backing->reset();  // the device holds its own reference to the file
-      if (!r) {
-        replyError(shared, errorOf(r.error(), {}));
-        return;
-      }
-      const LoopInfo& d = r->device;
-      std::string line = "uid " + std::to_string(uid) + ": set up " + d.device + " (" +
-                         describeSetup(setupOptions) + ") backed by " + d.backingFile +
-                         "; direct I/O " + (d.directIo ? "on" : "off");
-      if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
-      line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
-      // What the daemon changed or chose (partscan turned off for a non-root caller,
-      // the auto rule's reason, ...): the caller's reply has no room for it.
-      for (const auto& note : r->notes) line += "; " + note;
-      log(BusLogLevel::Notice, line);
-      exportDevice(d);
-      // Should the caller have gone, the device stays (it is recorded and listed).
-      try {
-        sdbus::UnixFd devFd(r->deviceFd.release(), sdbus::adopt_fd);
-        reply::results(*shared, "LoopSetup", log_, sdbus::ObjectPath(wire::loopObjectPath(d.name)),
-                       devFd);
-      } catch (...) {
-      }
-    };
     auth_(
         std::move(ar),
-        [this, run, asked, sender](uint32_t uid) {
+        // Where the nbd server may start in the caller's cgroup, its pid is asked of the bus
+        // first (0 = unknown: such a setup then fails, see nbd_cgroup.h).
+        [this, shared, backing, asked, sender](uint32_t uid) {
           if (!pid_ || !wire::loopSetupNeedsCallerPid(asked, uid)) {
-            run(uid, 0);
+            setupAllowed(shared, backing, asked, uid);
             return;
           }
-          pid_(sender, [this, run, uid](uint32_t pid, const std::string& error) {
+          pid_(sender, [this, shared, backing, asked, uid](uint32_t pid, const std::string& error) {
             if (pid == 0) log(BusLogLevel::Info, "cannot learn the caller's pid: " + error);
-            run(uid, pid);
+            LoopSetupOptions options = asked;
+            options.callerPid = pid;
+            setupAllowed(shared, backing, options, uid);
           });
         },
         [this, shared, backing](const Refusal& refusal) {
@@ -549,68 +655,73 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
   }
 }
 
+void LoopServer::setupAllowed(
+    const std::shared_ptr<sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>>& shared,
+    const std::shared_ptr<sdbus::UnixFd>& backing, const LoopSetupOptions& options, uint32_t uid) {
+  LoopBackend* backend = backend_;
+  offLoop<Result<LoopSetupOutcome>>(
+      // On the worker: fstat/statx of the caller's fd, GET_FREE and EBUSY retries, the
+      // configure ioctl, the device-node wait, sysfs writes, the ownership record.
+      [backend, backing, options, uid]() -> Result<LoopSetupOutcome> {
+        try {
+          return backend->setup(backing->get(), options, uid);
+        } catch (const std::exception& e) {
+          return makeError(std::string("loop setup: internal error: ") + e.what(), EIO);
+        } catch (...) {
+          return makeError("loop setup: internal error", EIO);
+        }
+      },
+      [this, shared, backing, options, uid](Result<LoopSetupOutcome>& r) {
+        backing->reset();  // the device holds its own reference to the file
+        if (!r) {
+          replyError(shared, errorOf(r.error(), {}));
+          return;
+        }
+        const LoopInfo& d = r->device;
+        std::string line = "uid " + std::to_string(uid) + ": set up " + d.device + " (" +
+                           describeSetup(options) + ") backed by " + d.backingFile +
+                           "; direct I/O " + (d.directIo ? "on" : "off");
+        if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
+        line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
+        // What the daemon changed or chose (partscan turned off for a non-root caller,
+        // the auto rule's reason, ...): the caller's reply has no room for it.
+        for (const auto& note : r->notes) line += "; " + note;
+        log(BusLogLevel::Notice, line);
+        exportDevice(d);
+        // Should the caller have gone, the device stays (it is recorded and listed).
+        try {
+          sdbus::UnixFd devFd(r->deviceFd.release(), sdbus::adopt_fd);
+          reply::results(*shared, "LoopSetup", log_,
+                         sdbus::ObjectPath(wire::loopObjectPath(d.name)), devFd);
+        } catch (...) {
+        }
+      },
+      [shared, backing](const sdbus::Error& e) {
+        backing->reset();
+        replyError(shared, e);
+      });
+}
+
 void LoopServer::deviceCall(const std::string& name, const std::string& sender, const char* method,
                             const wire::Options& options, bool deleting, const std::string& what,
-                            std::function<void(const sdbus::Error&)> fail,
-                            std::function<void(uint32_t uid, bool force)> run) {
+                            FailFn fail, RunFn run) {
   try {
     auto opt = wire::parseLoopCallOptions(options, false);
     if (!opt) throw compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
     if (!backend_) throw notSupportedError();
-    auto info = backend_->show(name);
-    if (!info) throw errorOf(info.error(), name);
-    const bool force = opt->force;
-    const char* others = deleting ? kLoopDeleteOthersAction : kLoopModifyOthersAction;
-    LoopAuthRequest ar;
-    ar.sender = sender;
-    ar.what = what;
-    ar.interactive = opt->interactive;
     LoopBackend* backend = backend_;
-    LoopInfo device = *info;
-    ar.decide = [backend, device, force, others, name](uint32_t uid) {
-      switch (backend->access(device, uid, force)) {
-        case LoopAccessKind::Allowed:
-          return LoopAuthRequest::Decision{};
-        case LoopAccessKind::NeedsOthers:
-          return LoopAuthRequest::Decision{others, {}};
-        case LoopAccessKind::Refused:
-          break;
-      }
-      std::string owner = device.foreignOwner.empty() ? "" : " (" + device.foreignOwner + ")";
-      return LoopAuthRequest::Decision{
-          {},
-          name + " was not set up by cxiosync" + owner +
-              "; foreign loop devices are changed only by root with force (uid " +
-              std::to_string(uid) + (uid == 0 ? ", no force" : "") + ")"};
-    };
-    const uint32_t setupBy = device.setupByUid;
-    auth_(
-        std::move(ar),
-        [this, name, force, fail, run, setupBy, method](uint32_t uid) {
-          try {
-            // The device may have changed hands while polkit was asked: look again.
-            auto now = backend_->show(name);
-            if (!now) {
-              fail(errorOf(now.error(), name));
-              return;
-            }
-            if (now->setupByUid != setupBy || now->foreign != (setupBy == kUnknownUid)) {
-              fail(compat::error("org.cxiosync1.Error.Busy",
-                                 name + " changed owner during authorization; try again"));
-              return;
-            }
-            run(uid, force);
-          } catch (const std::exception& e) {
-            log(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
-            fail(compat::error(kFailed, std::string(method) + ": internal error: " + e.what()));
-          } catch (...) {
-            fail(compat::error(kFailed, std::string(method) + ": internal error"));
+    const wire::LoopCallOptions o = *opt;
+    // Even the lookup asks the kernel (LOOP_GET_STATUS64 stats the backing file): a job.
+    offLoop<Result<LoopInfo>>(
+        [backend, name] { return guardedShow(backend, name); },
+        [this, name, sender, o, deleting, what, fail, run](Result<LoopInfo>& info) {
+          if (!info) {
+            fail(errorOf(info.error(), name));
+            return;
           }
+          authorizeDevice(*info, sender, o, deleting, what, fail, run);
         },
-        [this, fail](const Refusal& refusal) {
-          log(BusLogLevel::Info, "refused: " + refusal.message);
-          fail(compat::error(refusal.errorName(), refusal.message));
-        });
+        fail);
   } catch (const sdbus::Error& e) {
     fail(e);
   } catch (const std::exception& e) {
@@ -619,6 +730,65 @@ void LoopServer::deviceCall(const std::string& name, const std::string& sender, 
   } catch (...) {
     fail(compat::error(kFailed, std::string(method) + ": internal error"));
   }
+}
+
+void LoopServer::authorizeDevice(const LoopInfo& device, const std::string& sender,
+                                 const wire::LoopCallOptions& opt, bool deleting,
+                                 const std::string& what, FailFn fail, RunFn run) {
+  const std::string name = device.name;
+  const bool force = opt.force;
+  const char* others = deleting ? kLoopDeleteOthersAction : kLoopModifyOthersAction;
+  LoopAuthRequest ar;
+  ar.sender = sender;
+  ar.what = what;
+  ar.interactive = opt.interactive;
+  LoopBackend* backend = backend_;
+  ar.decide = [backend, device, force, others, name](uint32_t uid) {
+    switch (backend->access(device, uid, force)) {
+      case LoopAccessKind::Allowed:
+        return LoopAuthRequest::Decision{};
+      case LoopAccessKind::NeedsOthers:
+        return LoopAuthRequest::Decision{others, {}};
+      case LoopAccessKind::Refused:
+        break;
+    }
+    std::string owner = device.foreignOwner.empty() ? "" : " (" + device.foreignOwner + ")";
+    return LoopAuthRequest::Decision{
+        {},
+        name + " was not set up by cxiosync" + owner +
+            "; foreign loop devices are changed only by root with force (uid " +
+            std::to_string(uid) + (uid == 0 ? ", no force" : "") + ")"};
+  };
+  const uint32_t setupBy = device.setupByUid;
+  using Finish = std::function<void()>;
+  auth_(
+      std::move(ar),
+      [this, backend, name, force, fail, run, setupBy](uint32_t uid) {
+        offLoop<Finish>(
+            [this, backend, name, force, fail, run, setupBy, uid]() -> Finish {
+              // The device may have changed hands while polkit was asked: look again.
+              auto now = guardedShow(backend, name);
+              if (!now) {
+                Error e = now.error();
+                return [this, fail, e, name] { fail(errorOf(e, name)); };
+              }
+              if (now->setupByUid != setupBy || now->foreign != (setupBy == kUnknownUid)) {
+                return [fail, name] {
+                  fail(compat::error("org.cxiosync1.Error.Busy",
+                                     name + " changed owner during authorization; try again"));
+                };
+              }
+              return run(uid, force);
+            },
+            [](Finish& finish) {
+              if (finish) finish();
+            },
+            fail);
+      },
+      [this, fail](const Refusal& refusal) {
+        log(BusLogLevel::Info, "refused: " + refusal.message);
+        fail(compat::error(refusal.errorName(), refusal.message));
+      });
 }
 
 }  // namespace cxiosync::dbus

@@ -12,6 +12,12 @@
 //
 // Property values are cached per object and re-read from the kernel when older than one
 // second, so GetAll is one consistent read.
+//
+// Off the event loop (LoopJobFn, loop_backend.h): every backend call a method makes (the
+// device lookup before authorization, the change itself, LoopSetup, LoopList) runs as a job;
+// its completion, on the loop thread, sends the reply and changes the objects. A property
+// read whose cache is stale starts a refresh job and answers from the cache meanwhile (with
+// jobs; inline, it reads at once as before).
 #include <chrono>
 #include <functional>
 #include <map>
@@ -65,14 +71,14 @@ class LoopObject;
 class LoopServer {
  public:
   // backend may be null: the loop calls then answer NotSupported.
-  LoopServer(sdbus::IConnection& conn, LoopBackend* backend, LoopAuthFn auth, LoopLogFn log);
+  LoopServer(sdbus::IConnection& conn, LoopBackend* backend, LoopAuthFn auth, LoopLogFn log,
+             LoopJobFn jobs = {});
   ~LoopServer();
   void setPidLookup(LoopPidFn pid) { pid_ = std::move(pid); }
 
   void setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result, sdbus::UnixFd fd,
              const wire::Options& options, const std::string& sender);
-  // Throws sdbus::Error only.
-  std::vector<wire::LoopEntry> list(const wire::Options& options);
+  void list(sdbus::Result<std::vector<wire::LoopEntry>>&& result, const wire::Options& options);
   // Exports objects for every bound device and drops the others. Never throws.
   void refresh();
   // Removes objects marked gone. Call outside any callback. Never throws.
@@ -81,22 +87,41 @@ class LoopServer {
   // For LoopObject.
   LoopBackend* backend() { return backend_; }
   void markGone(const std::string& name);
+  using FailFn = std::function<void(const sdbus::Error&)>;
+  // What a device call does once authorized: `run` on the worker (the backend call), and it
+  // returns what then runs on the loop thread (the reply).
+  using RunFn = std::function<std::function<void()>(uint32_t uid, bool force)>;
   void deviceCall(const std::string& name, const std::string& sender, const char* method,
-                  const wire::Options& options, bool deleting, const std::string& what,
-                  std::function<void(const sdbus::Error&)> fail,
-                  std::function<void(uint32_t uid, bool force)> run);
+                  const wire::Options& options, bool deleting, const std::string& what, FailFn fail,
+                  RunFn run);
+  // `work` off the loop, then `done` with its value on the loop thread; `fail` (Busy) when
+  // the queue is full. Never throws.
+  template <class T>
+  void offLoop(std::function<T()> work, std::function<void(T&)> done, FailFn fail);
+  bool hasJobs() const { return static_cast<bool>(jobs_); }
   void log(BusLogLevel level, const std::string& message);
   sdbus::Error errorOf(const Error& e, const std::string& name);
   void updated(const std::string& name, const LoopInfo& info);
+  // A property refresh job's answer (LoopObject::refreshLater).
+  void refreshed(const std::string& name, Result<LoopInfo>& r);
 
  private:
   void exportDevice(const LoopInfo& info);
+  void authorizeDevice(const LoopInfo& device, const std::string& sender,
+                       const wire::LoopCallOptions& opt, bool deleting, const std::string& what,
+                       FailFn fail, RunFn run);
+  void setupAllowed(const std::shared_ptr<sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>>& result,
+                    const std::shared_ptr<sdbus::UnixFd>& backing, const LoopSetupOptions& options,
+                    uint32_t uid);
+  void listed(std::vector<LoopInfo>& all, bool showForeign,
+              sdbus::Result<std::vector<wire::LoopEntry>>& result);
 
   sdbus::IConnection& conn_;
   LoopBackend* backend_;
   LoopAuthFn auth_;
   LoopLogFn log_;
   LoopPidFn pid_;
+  LoopJobFn jobs_;
   std::map<std::string, std::unique_ptr<LoopObject>> objects_;
   std::set<std::string> gone_;
 };

@@ -20,6 +20,10 @@ namespace cxiosync {
 
 namespace {
 
+// Loop calls submitted and not answered yet (each LoopSetup/Detach/Set* is one at a time);
+// beyond it they answer Busy. 64 pinned backing fds stay far below the fd headroom check.
+constexpr size_t kMaxLoopJobs = 64;
+
 uint64_t realtimeUsecNow() {
   struct timespec ts {};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -368,6 +372,8 @@ DaemonBus::~DaemonBus() {
   daemon_.setObserver(nullptr);
   removeSources();
   backend_.setEvents(nullptr);
+  // First: a job's completion refers to the server and its pending replies.
+  loopJobs_.reset();
   server_.reset();
 }
 
@@ -401,6 +407,19 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   dbus::BusServerOptions so;
   so.bus = *target;
   so.loopBackend = loops;
+  if (loops) {
+    auto q = WorkQueue::create(daemon.loop(), kMaxLoopJobs);
+    if (!q) {
+      spdlog::warn("loop devices unavailable: cannot start their worker: {}", q.error().message);
+      so.loopBackend = nullptr;
+    } else {
+      b->loopJobs_ = std::move(*q);
+      WorkQueue* jobs = b->loopJobs_.get();
+      so.loopJobs = [jobs](std::function<void()> work, std::function<void()> done) {
+        return jobs->submit(std::move(work), std::move(done));
+      };
+    }
+  }
   // The server's lines quote cgroup names and callers' input as bytes: logged as text, in the
   // escape D-Bus and logQuote use (a line that is not UTF-8 is a blob to journald).
   so.log = [](dbus::BusLogLevel level, const std::string& bytes) {

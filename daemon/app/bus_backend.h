@@ -23,6 +23,7 @@
 #include "daemon/app/options.h"
 #include "daemon/core/daemon.h"
 #include "daemon/core/daemon_observer.h"
+#include "daemon/core/work_queue.h"
 #include "daemon/sources/runtime_policy_store.h"
 #include "dbus/manager_backend.h"
 
@@ -110,6 +111,8 @@ class DaemonBus {
   RuntimePolicyStore store_;
   BusBackend backend_;
   std::unique_ptr<dbus::BusServer> server_;
+  // Loop and nbd operations run here, off the event loop (daemon/core/work_queue.h).
+  std::unique_ptr<WorkQueue> loopJobs_;
   EventLoop::SourceId source_ = 0;
   EventLoop::SourceId eventSource_ = 0;  // sdbus-c++ 2.x's eventFd; 0 with 1.x
   void removeSources();
