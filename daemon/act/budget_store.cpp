@@ -21,7 +21,11 @@ int64_t usecOf(TimePoint t) {
 }
 
 std::optional<TimePoint> timeFrom(const Json& v) {
+  // is_number_integer() holds for unsigned values too, and get<int64_t>() wraps those above
+  // INT64_MAX: 18446744073709551615 read as -1 us (found by fuzz_budgets).
   if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxUsec))
+    return std::nullopt;
   const int64_t usec = v.get<int64_t>();
   if (usec > kMaxUsec || usec < -kMaxUsec) return std::nullopt;
   return TimePoint(std::chrono::microseconds(usec));

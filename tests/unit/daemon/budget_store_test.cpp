@@ -66,6 +66,22 @@ TEST(BudgetStore, UnreadableAccountCountsAsSpent) {
   EXPECT_FALSE(s.historyLostAt);
 }
 
+// A time above INT64_MAX used to wrap to a negative one (2^64-1 read as -1 us: an open
+// interval since before the boot, an account that never was boosted); found by fuzz_budgets.
+TEST(BudgetStore, TimesAboveInt64AreUnreadableNotWrapped) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":1,"accounts":[{"cgroup":"/a","open_since_mono_usec":18446744073709551615},)"
+      R"({"cgroup":"/b","boosted_mono_usec":[[1,9223372036854775808]]}]})");
+  EXPECT_FALSE(p.unreadable);
+  EXPECT_TRUE(p.usage.empty());
+  ASSERT_EQ(p.unreadableAccounts.size(), 2u);
+  EXPECT_EQ(p.unreadableAccounts[0], cg("/a"));
+  EXPECT_EQ(p.unreadableAccounts[1], cg("/b"));
+  p = parseBudgets(R"({"version":1,"history_lost_mono_usec":18446744073709551615,"accounts":[]})");
+  EXPECT_TRUE(p.unreadable);
+  EXPECT_FALSE(p.historyLostAt);
+}
+
 TEST(BudgetStore, UnreadableFileCountsEveryBudgetAsSpentForOneWindow) {
   for (const char* text : {"{\"version\":1,\"accounts\":[", "garbage", "{\"version\":1}",
                            R"({"version":1,"accounts":[{"boosted_mono_usec":[]}]})"}) {
