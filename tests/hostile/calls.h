@@ -69,6 +69,7 @@ struct World {
   std::string cgroupRoot;
   bool loopObject = false;
   bool loopBackend = false;
+  uint32_t hwQueueDepth = 128;  // the loop module's hw_queue_depth: SetQueueDepth's bound
 };
 std::string expected(const Spec& spec, Caller caller, const World& world);
 // Whether the call, if it passed, would change something (the generators avoid that as root).
@@ -79,7 +80,9 @@ bool wouldChange(const Spec& spec, Caller caller, const World& world);
 std::string send(sdbus::IProxy& proxy, const Spec& spec, const std::vector<int>& fds,
                  std::chrono::microseconds timeout, std::chrono::microseconds* took);
 
-// Option values of every D-Bus type the generators use.
+// Option values of every D-Bus type the generators use. A string is sent as a C string
+// (sd_bus_message_append_basic): what follows a NUL never reaches the wire, so `s` holds
+// what the daemon receives.
 Option option(const std::string& key, const std::string& type, std::mt19937_64& rng);
 Option boolOption(const std::string& key, bool v);
 Option u64Option(const std::string& key, uint64_t v);
