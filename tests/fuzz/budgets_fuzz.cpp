@@ -8,7 +8,8 @@
 //     with each interval's end not before its begin;
 //   - the history read survives serializeBudgets -> parseBudgets unchanged, with no problem;
 //   - applyLoadedBudgets is conservative: an unreadable document makes the history lost at
-//     load time, an unreadable account counts as boosted for the whole day before it.
+//     load time, an unreadable account counts as boosted for the whole day before it, and
+//     no boosted time lies after the load (monotonic time).
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -81,8 +82,10 @@ void checkApplied(const ParsedBudgets& p) {
     FUZZ_CHECK(!u.openSince && u.closed.size() == 1);
     FUZZ_CHECK(u.closed[0].end == now && now - u.closed[0].begin == std::chrono::hours(24));
   }
-  for (const auto& [cg, u] : state.usage)
-    FUZZ_CHECK(!u.openSince || u.lastSeenActive >= *u.openSince);
+  for (const auto& [cg, u] : state.usage) {
+    FUZZ_CHECK(!u.openSince || (*u.openSince <= now && u.lastSeenActive >= *u.openSince));
+    for (const auto& i : u.closed) FUZZ_CHECK(i.begin <= i.end && i.end <= now);
+  }
 }
 
 }  // namespace

@@ -98,6 +98,29 @@ TEST(BudgetStore, UnreadableFileCountsEveryBudgetAsSpentForOneWindow) {
   }
 }
 
+// Found by fuzz_budgets: an open interval since after the load time (a damaged record: the
+// times are CLOCK_MONOTONIC of this boot) was kept, with "last seen" set back to the load,
+// before its start. Such an account, and one with a closed interval ending after the load,
+// counts as unreadable: boosted for the whole day.
+TEST(BudgetStore, BoostedTimeAfterTheLoadIsUnreadable) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":1,"accounts":[{"cgroup":"/a","open_since_mono_usec":1844744073709554},)"
+      R"({"cgroup":"/b","boosted_mono_usec":[[999000000,1001000000]]},)"
+      R"({"cgroup":"/c","boosted_mono_usec":[[990000000,995000000]]}]})");
+  ASSERT_EQ(p.usage.size(), 3u);
+  PlannerState s;
+  applyLoadedBudgets(p, at(1000), s);
+  for (const char* name : {"/a", "/b"}) {
+    const auto& u = s.usage.at(cg(name));
+    EXPECT_FALSE(u.openSince) << name;
+    ASSERT_EQ(u.closed.size(), 1u) << name;
+    EXPECT_EQ(u.closed[0].begin, at(1000) - 86400s) << name;
+    EXPECT_EQ(u.closed[0].end, at(1000)) << name;
+  }
+  EXPECT_EQ(s.usage.at(cg("/c")).closed.size(), 1u);
+  EXPECT_EQ(s.usage.at(cg("/c")).closed[0].end, at(995));
+}
+
 TEST(BudgetStore, OpenIntervalWithoutAnEndLastsUntilTheLoad) {
   ParsedBudgets p = parseBudgets(
       R"({"version":1,"accounts":[{"cgroup":"/a","boosted_mono_usec":[],"open_since_mono_usec":990000000}]})");
