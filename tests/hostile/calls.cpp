@@ -224,6 +224,8 @@ std::string send(sdbus::IProxy& proxy, const Spec& s, const std::vector<int>& fd
                  std::chrono::microseconds timeout, std::chrono::microseconds* took) {
   *took = std::chrono::microseconds(0);
   const std::string method = s.shape == Shape::UnknownMethod ? s.method + "X" : s.method;
+  for (const auto& o : s.options)
+    if (o.unsendable) return kClientRefused;
   auto m = makeCall(proxy, s.onLoop ? kLoopIface : kManagerIface, method);
   try {
     switch (s.shape) {
@@ -352,7 +354,11 @@ Option stringOption(const std::string& key, const std::string& v) {
   Option o;
   o.key = key;
   o.type = "s";
-  o.value = sdbus::Variant(v);
+  try {
+    o.value = sdbus::Variant(v);
+  } catch (const sdbus::Error&) {
+    o.unsendable = true;
+  }
   o.s = v.substr(0, v.find('\0'));
   return o;
 }

@@ -42,6 +42,9 @@ struct Option {
   bool b = false;
   uint64_t n = 0;
   std::string s;
+  // The client library refused to build the value (a string that is not UTF-8: sdbus-c++
+  // serializes a Variant when it is made); send() reports the call as refused by the client.
+  bool unsendable = false;
 };
 
 enum class Shape { Normal, MissingArg, ExtraArg, WrongType, UnknownMethod };
