@@ -178,6 +178,23 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
         "server_cgroup applies to the nbd backend only (a kernel loop device charges "
         "its backing I/O to the cgroup that issued it)");
   }
+  // An explicit backend's combinations are bad values too, refused before authorization
+  // (docs/dbus-api.md): the backends checked them only after it, so an unprivileged caller
+  // was asked for a password (or, without polkit, refused) for a call that could never work.
+  if (opt.backend == "kernel" && opt.workers > 1) {
+    return invalid("workers " + std::to_string(opt.workers) +
+                   " with the kernel backend (one worker per issuing cgroup): use backend nbd");
+  }
+  if (opt.backend == "nbd" && (opt.offset || opt.sizeLimit || opt.autoclear || opt.partscan)) {
+    return invalid(
+        "the nbd backend serves the whole file: no offset, size_limit, autoclear, "
+        "partscan");
+  }
+  if (opt.backend == "nbd" && opt.queueDepth) {
+    return invalid(
+        "queue_depth is a kernel loop setting; the nbd backend's concurrency is "
+        "workers");
+  }
   const uint32_t b = opt.blockSize;
   if (b != 0 && (b < 512 || b > 65536 || (b & (b - 1)) != 0)) {
     return invalid("block_size " + std::to_string(b) +

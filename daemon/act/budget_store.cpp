@@ -21,7 +21,11 @@ int64_t usecOf(TimePoint t) {
 }
 
 std::optional<TimePoint> timeFrom(const Json& v) {
+  // is_number_integer() holds for unsigned values too, and get<int64_t>() wraps those above
+  // INT64_MAX: 18446744073709551615 read as -1 us (found by fuzz_budgets).
   if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxUsec))
+    return std::nullopt;
   const int64_t usec = v.get<int64_t>();
   if (usec > kMaxUsec || usec < -kMaxUsec) return std::nullopt;
   return TimePoint(std::chrono::microseconds(usec));
@@ -143,15 +147,25 @@ ParsedBudgets parseBudgets(std::string_view text) {
 
 void applyLoadedBudgets(const ParsedBudgets& parsed, TimePoint now, PlannerState& state) {
   state.usage = parsed.usage;
-  // An open interval whose end was never written: assume it lasted until now.
+  std::vector<CgroupPath> unreadable = parsed.unreadableAccounts;
   for (auto& [cg, u] : state.usage) {
+    // CLOCK_MONOTONIC within one boot: boosted time after the load cannot have been written
+    // by an earlier daemon; the record is damaged (an open interval "since" the future ran
+    // until "now" backwards, found by fuzz_budgets), so it counts as unreadable.
+    bool future = u.openSince && *u.openSince > now;
+    for (const auto& i : u.closed) future = future || i.end > now;
+    if (future) {
+      unreadable.push_back(cg);
+      continue;
+    }
+    // An open interval whose end was never written: assume it lasted until now.
     if (u.openSince && u.lastSeenActive < *u.openSince) u.lastSeenActive = now;
   }
   state.historyLostAt = parsed.historyLostAt;
   if (parsed.unreadable) state.historyLostAt = now;
   // An account whose record cannot be read: boosted for the longest window there is.
   const TimePoint since = now - std::chrono::seconds(86400);
-  for (const CgroupPath& cg : parsed.unreadableAccounts) {
+  for (const CgroupPath& cg : unreadable) {
     auto& u = state.usage[cg];
     u.closed.clear();
     u.openSince.reset();

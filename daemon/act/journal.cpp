@@ -135,7 +135,11 @@ Result<JournalRecord> recordFromJson(const Json& j) {
   if (const Json* tids = jsonMember(j, "syncer_tids")) {
     if (!tids->is_array()) return makeError("\"syncer_tids\" must be an array");
     for (const Json& t : *tids) {
-      if (!t.is_number_integer()) return makeError("\"syncer_tids\" must hold integers");
+      // An unsigned value above INT64_MAX would wrap under get<int64_t>().
+      if (!t.is_number_integer() ||
+          (t.is_number_unsigned() &&
+           t.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+        return makeError("\"syncer_tids\" must hold integers");
       r.boost.syncerTids.push_back(t.get<int64_t>());
     }
   }

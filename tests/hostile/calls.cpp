@@ -36,6 +36,28 @@ const Option* find(const Spec& s, const std::string& key) {
   return nullptr;
 }
 
+// An explicit backend and the options it cannot have (docs/dbus-api.md, LoopSetup options):
+// kernel with more than one worker or an nbd_timeout; nbd with offset, size_limit,
+// autoclear, partscan or queue_depth. Bad values, refused before authorization. With "auto"
+// only the daemon can tell (it depends on direct I/O), so nothing is refused for it.
+bool backendCombinationValid(const Spec& s) {
+  const Option* backend = find(s, "backend");
+  const std::string b = backend ? backend->s : "auto";
+  auto num = [&](const char* key) {
+    const Option* o = find(s, key);
+    return o ? o->n : 0;
+  };
+  auto on = [&](const char* key) {
+    const Option* o = find(s, key);
+    return o && o->b;
+  };
+  if (b == "kernel") return num("workers") <= 1 && num("nbd_timeout") == 0;
+  if (b == "nbd")
+    return num("offset") == 0 && num("size_limit") == 0 && !on("autoclear") && !on("partscan") &&
+           num("queue_depth") == 0;
+  return true;
+}
+
 // Keys, types, and (LoopSetup) the documented value ranges.
 bool optionsValid(const Spec& s) {
   const auto rules = optionRules(s.method);
@@ -46,13 +68,19 @@ bool optionsValid(const Spec& s) {
     if (!rule || o.type != rule->type) return false;
     if (s.method != "LoopSetup") continue;
     if (o.key == "direct_io" && o.s != "auto" && o.s != "on" && o.s != "off") return false;
+    if (o.key == "backend" && o.s != "auto" && o.s != "kernel" && o.s != "nbd") return false;
+    if (o.key == "workers" && o.n > 16) return false;
+    // The documented upper bound is the loop module's hw_queue_depth, which the device checks
+    // (after authorization); what no module can have (above 65536) is refused before it.
+    if (o.key == "queue_depth" && o.n != 0 && (o.n < 4 || o.n > 65536)) return false;
+    if (o.key == "nbd_timeout" && o.n > 86400) return false;
     if (o.key == "block_size" && o.n != 0 && !validBlockSize(static_cast<uint32_t>(o.n)))
       return false;
     if ((o.key == "offset" || o.key == "size_limit") &&
         o.n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       return false;
   }
-  return true;
+  return s.method != "LoopSetup" || backendCombinationValid(s);
 }
 
 bool regularFd(FdKind k) {
@@ -67,13 +95,18 @@ std::string expectedLoopSetup(const Spec& s, Caller caller, const World& w) {
   return regularFd(s.fd) ? kOk : kInvalidArgument;    // "regular file or block device"
 }
 
-std::string expectedDevice(const Spec& s, Caller caller) {
+std::string expectedDevice(const Spec& s, Caller caller, const World& w) {
   if (s.method == "SetBlockSize" && !validBlockSize(s.number)) return kInvalidArgument;
+  if (s.method == "SetWorkers" && (s.number < 1 || s.number > 16)) return kInvalidArgument;
   if (!optionsValid(s)) return kInvalidArgument;
   const Option* force = find(s, "force");
   // The device is foreign (set up by losetup): uid 0 with force only.
-  if (caller == Caller::Root && force && force->b) return kOk;
-  return kAccessDenied;
+  if (caller != Caller::Root || !force || !force->b) return kAccessDenied;
+  // A kernel loop device has no per-device worker count.
+  if (s.method == "SetWorkers") return kNotSupported;
+  if (s.method == "SetQueueDepth" && (s.number < 4 || s.number > w.hwQueueDepth))
+    return kInvalidArgument;
+  return kOk;
 }
 
 }  // namespace
@@ -116,7 +149,7 @@ std::string expected(const Spec& s, Caller caller, const World& w) {
   if (s.shape == Shape::UnknownMethod) return kUnknownMethod;
   if (s.shape != Shape::Normal) return kInvalidArgs;  // sd-bus checks the signature
   const bool opts = optionsValid(s);
-  if (s.onLoop) return expectedDevice(s, caller);
+  if (s.onLoop) return expectedDevice(s, caller, w);
   if (s.method == "LoopSetup") return expectedLoopSetup(s, caller, w);
   if (isRead(s.method)) {
     if (s.method != "ShowCgroup") return opts ? kOk : kInvalidArgument;
@@ -171,17 +204,18 @@ std::map<std::string, sdbus::Variant> optionMap(const Spec& s) {
 void appendLeading(sdbus::MethodCall& m, const Spec& s, const std::vector<int>& fds) {
   const std::string& n = s.method;
   if (n == "ShowCgroup" || n == "ResetPolicy") m << s.text1;
-  if (n == "SetIsolation") m << s.text1 << s.flag;
+  if (n == "SetIsolation" || n == "SetTenant") m << s.text1 << s.flag;
   if (n == "SetBoostPolicy" || n == "SetBoostCeiling") m << s.text1 << s.text2;
   if (n == "LoopSetup") m << sdbus::UnixFd(fds[static_cast<int>(s.fd)]);
   if (n == "SetDirectIO" || n == "SetAutoclear") m << s.flag;
-  if (n == "SetBlockSize") m << s.number;
+  if (n == "SetBlockSize" || n == "SetWorkers" || n == "SetQueueDepth") m << s.number;
 }
 
 bool hasLeading(const std::string& n) {
-  return n == "ShowCgroup" || n == "ResetPolicy" || n == "SetIsolation" || n == "SetBoostPolicy" ||
-         n == "SetBoostCeiling" || n == "LoopSetup" || n == "SetDirectIO" || n == "SetAutoclear" ||
-         n == "SetBlockSize";
+  return n == "ShowCgroup" || n == "ResetPolicy" || n == "SetIsolation" || n == "SetTenant" ||
+         n == "SetBoostPolicy" || n == "SetBoostCeiling" || n == "LoopSetup" ||
+         n == "SetDirectIO" || n == "SetAutoclear" || n == "SetBlockSize" || n == "SetWorkers" ||
+         n == "SetQueueDepth";
 }
 
 }  // namespace
@@ -190,6 +224,8 @@ std::string send(sdbus::IProxy& proxy, const Spec& s, const std::vector<int>& fd
                  std::chrono::microseconds timeout, std::chrono::microseconds* took) {
   *took = std::chrono::microseconds(0);
   const std::string method = s.shape == Shape::UnknownMethod ? s.method + "X" : s.method;
+  for (const auto& o : s.options)
+    if (o.unsendable) return kClientRefused;
   auto m = makeCall(proxy, s.onLoop ? kLoopIface : kManagerIface, method);
   try {
     switch (s.shape) {
@@ -249,6 +285,15 @@ T pick(std::mt19937_64& rng, const std::vector<T>& from) {
 const std::vector<uint64_t>& interestingU64() {
   static const std::vector<uint64_t> v = {0,
                                           1,
+                                          2,
+                                          3,
+                                          4,
+                                          16,
+                                          17,
+                                          128,
+                                          129,
+                                          86400,
+                                          86401,
                                           511,
                                           512,
                                           513,
@@ -264,9 +309,11 @@ const std::vector<uint64_t>& interestingU64() {
 }
 
 std::string stringValue(std::mt19937_64& rng) {
-  static const std::vector<std::string> pool = {"",         "auto",  "on",  "off",  "AUTO",
-                                                "On",       "auto ", "yes", "true", "\xc3\xa9",
-                                                "\x1b[31m", "\x7f",  "0",   "-1"};
+  static const std::vector<std::string> pool = {
+      "",       "auto", "on",       "off",      "AUTO",  "On",   "auto ",
+      "yes",    "true", "\xc3\xa9", "\x1b[31m", "\x7f",  "0",    "-1",
+      "kernel", "nbd",  "NBD",      "Kernel",   "nbd\n", "loop", std::string("kernel\0x", 8),
+      "\\xff"};
   switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
     case 0:
       return std::string(4096, 's');
@@ -307,8 +354,12 @@ Option stringOption(const std::string& key, const std::string& v) {
   Option o;
   o.key = key;
   o.type = "s";
-  o.value = sdbus::Variant(v);
-  o.s = v;
+  try {
+    o.value = sdbus::Variant(v);
+  } catch (const sdbus::Error&) {
+    o.unsendable = true;
+  }
+  o.s = v.substr(0, v.find('\0'));
   return o;
 }
 
@@ -347,15 +398,16 @@ Option option(const std::string& key, const std::string& type, std::mt19937_64& 
 
 const std::vector<std::string>& managerMethods() {
   static const std::vector<std::string> v = {
-      "GetStatus",  "ListCgroups",  "ShowCgroup",     "ListBoosts",      "ListSyncers",
-      "GetMetrics", "SetIsolation", "SetBoostPolicy", "SetBoostCeiling", "ResetPolicy",
-      "Reload",     "LoopSetup",    "LoopList"};
+      "GetStatus",   "ListCgroups",  "ShowCgroup",     "ListBoosts",      "ListSyncers",
+      "GetMetrics",  "SetIsolation", "SetBoostPolicy", "SetBoostCeiling", "SetTenant",
+      "ResetPolicy", "Reload",       "LoopSetup",      "LoopList"};
   return v;
 }
 
 const std::vector<std::string>& loopMethods() {
-  static const std::vector<std::string> v = {"SetDirectIO", "SetBlockSize", "SetCapacity",
-                                             "SetAutoclear", "Detach"};
+  static const std::vector<std::string> v = {"SetDirectIO",  "SetBlockSize", "SetCapacity",
+                                             "SetAutoclear", "SetWorkers",   "SetQueueDepth",
+                                             "Detach"};
   return v;
 }
 

@@ -42,6 +42,9 @@ struct Option {
   bool b = false;
   uint64_t n = 0;
   std::string s;
+  // The client library refused to build the value (a string that is not UTF-8: sdbus-c++
+  // serializes a Variant when it is made); send() reports the call as refused by the client.
+  bool unsendable = false;
 };
 
 enum class Shape { Normal, MissingArg, ExtraArg, WrongType, UnknownMethod };
@@ -69,6 +72,7 @@ struct World {
   std::string cgroupRoot;
   bool loopObject = false;
   bool loopBackend = false;
+  uint32_t hwQueueDepth = 128;  // the loop module's hw_queue_depth: SetQueueDepth's bound
 };
 std::string expected(const Spec& spec, Caller caller, const World& world);
 // Whether the call, if it passed, would change something (the generators avoid that as root).
@@ -79,7 +83,9 @@ bool wouldChange(const Spec& spec, Caller caller, const World& world);
 std::string send(sdbus::IProxy& proxy, const Spec& spec, const std::vector<int>& fds,
                  std::chrono::microseconds timeout, std::chrono::microseconds* took);
 
-// Option values of every D-Bus type the generators use.
+// Option values of every D-Bus type the generators use. A string is sent as a C string
+// (sd_bus_message_append_basic): what follows a NUL never reaches the wire, so `s` holds
+// what the daemon receives.
 Option option(const std::string& key, const std::string& type, std::mt19937_64& rng);
 Option boolOption(const std::string& key, bool v);
 Option u64Option(const std::string& key, uint64_t v);

@@ -137,7 +137,8 @@ Spec make(const std::string& method, std::string label) {
   Spec s;
   s.method = method;
   s.onLoop = method == "SetDirectIO" || method == "SetBlockSize" || method == "SetCapacity" ||
-             method == "SetAutoclear" || method == "Detach";
+             method == "SetAutoclear" || method == "SetWorkers" || method == "SetQueueDepth" ||
+             method == "Detach";
   s.label = std::move(label);
   s.fd = FdKind::ReadOnly;
   return s;
@@ -165,6 +166,9 @@ void scriptedArguments(std::vector<Spec>& out) {
     s.text1 = p.value;
     s.flag = true;
     s.options.push_back(boolOption("runtime", true));
+    out.push_back(s);
+    s.method = "SetTenant";
+    s.flag = (out.size() & 1) != 0;
     out.push_back(s);
   }
   for (const char* m : {"ResetPolicy", "SetBoostPolicy", "SetBoostCeiling"}) {
@@ -197,6 +201,11 @@ void scriptedOptions(std::vector<Spec>& out) {
   wrongTypes(out, "SetIsolation", "runtime", "b", rng);
   wrongTypes(out, "LoopSetup", "offset", "t", rng);
   wrongTypes(out, "Detach", "force", "b", rng);
+  wrongTypes(out, "SetTenant", "runtime", "b", rng);
+  wrongTypes(out, "LoopSetup", "backend", "s", rng);
+  wrongTypes(out, "LoopSetup", "workers", "u", rng);
+  wrongTypes(out, "LoopSetup", "queue_depth", "u", rng);
+  wrongTypes(out, "SetQueueDepth", "force", "b", rng);
   const std::vector<Named> keys = {
       {"Interactive", "key case"},
       {"interactive ", "key with a space"},
@@ -210,8 +219,8 @@ void scriptedOptions(std::vector<Spec>& out) {
   };
   for (const auto& m : managerMethods()) {
     for (const auto& k : keys) {
-      if (k.value == "runtime" &&
-          (m == "SetIsolation" || m == "SetBoostPolicy" || m == "SetBoostCeiling"))
+      if (k.value == "runtime" && (m == "SetIsolation" || m == "SetBoostPolicy" ||
+                                   m == "SetBoostCeiling" || m == "SetTenant"))
         continue;
       Spec s = make(m, "options: " + k.label);
       s.text1 = "/cg1";
@@ -227,6 +236,81 @@ void scriptedOptions(std::vector<Spec>& out) {
     s.text2 = m == "SetBoostPolicy" ? "allow" : "inherit";
     s.options.push_back(boolOption("interactive", true));
     out.push_back(std::move(s));
+  }
+}
+
+// LoopSetup's backend options (backend, workers, queue_depth, nbd_timeout): unknown
+// spellings, numbers at the edges, the combinations an explicit backend cannot have; and the
+// device methods that take a number (SetWorkers, SetQueueDepth).
+void scriptedLoopBackends(std::vector<Spec>& out) {
+  for (const std::string& v : std::vector<std::string>{
+           "auto", "kernel", "nbd", "NBD", "Kernel", "", "kernel ", "nbd\n", "loop", "ublk",
+           std::string("kernel\0", 7), std::string("kernel\0nbd", 10), "\\xff", "\xc3\xa9",
+           std::string(4096, 'n'), std::string(1 << 20, 'k')}) {
+    std::string shown = v.substr(0, 12);
+    for (auto& c : shown)
+      if (c == '\0') c = '0';
+    Spec s = make("LoopSetup", "backend '" + shown + "' (" + std::to_string(v.size()) + " bytes)");
+    s.options.push_back(stringOption("backend", v));
+    out.push_back(std::move(s));
+  }
+  for (const std::string raw : {"\xff",
+                                "kern\xc0\xaf"
+                                "el"}) {
+    Spec s = make("LoopSetup", "backend: raw bytes that are not UTF-8");
+    s.options.push_back(stringOption("backend", raw));
+    out.push_back(std::move(s));
+  }
+  for (const char* key : {"workers", "queue_depth", "nbd_timeout"}) {
+    for (uint32_t n : {0u, 1u, 2u, 3u, 4u, 16u, 17u, 128u, 65536u, 65537u, 86400u, 86401u,
+                       0x80000000u, 0xffffffffu}) {
+      Spec s = make("LoopSetup", std::string(key) + " = " + std::to_string(n));
+      s.options.push_back(u32Option(key, n));
+      out.push_back(std::move(s));
+    }
+    for (uint64_t n : {0ull, 0x8000000000000000ull, 0xffffffffffffffffull}) {
+      Spec s = make("LoopSetup", std::string(key) + " as t = " + std::to_string(n));
+      s.options.push_back(u64Option(key, n));
+      out.push_back(std::move(s));
+    }
+    Option minusOne;
+    minusOne.key = key;
+    minusOne.type = "i";
+    minusOne.value = sdbus::Variant(int32_t{-1});
+    Spec s = make("LoopSetup", std::string(key) + " as i = -1");
+    s.options.push_back(minusOne);
+    out.push_back(std::move(s));
+  }
+  // An explicit backend and what it cannot have; and what it can.
+  struct Combo {
+    const char* backend;
+    Option other;
+  };
+  for (const Combo& c : std::vector<Combo>{{"kernel", u32Option("workers", 2)},
+                                           {"kernel", u32Option("workers", 1)},
+                                           {"kernel", u32Option("nbd_timeout", 5)},
+                                           {"kernel", u32Option("queue_depth", 64)},
+                                           {"nbd", u64Option("offset", 512)},
+                                           {"nbd", u64Option("size_limit", 512)},
+                                           {"nbd", boolOption("autoclear", true)},
+                                           {"nbd", boolOption("autoclear", false)},
+                                           {"nbd", boolOption("partscan", true)},
+                                           {"nbd", u32Option("queue_depth", 32)},
+                                           {"nbd", u32Option("workers", 16)},
+                                           {"nbd", u32Option("nbd_timeout", 86400)},
+                                           {"auto", u32Option("workers", 4)}}) {
+    Spec s = make("LoopSetup", std::string("backend ") + c.backend + " with " + c.other.key);
+    s.options.push_back(stringOption("backend", c.backend));
+    s.options.push_back(c.other);
+    out.push_back(std::move(s));
+  }
+  for (const char* m : {"SetWorkers", "SetQueueDepth"}) {
+    for (uint32_t n : {0u, 1u, 2u, 3u, 4u, 16u, 17u, 128u, 129u, 0x80000000u, 0xffffffffu}) {
+      Spec s = make(m, std::string(m) + " " + std::to_string(n) + " with force");
+      s.number = n;
+      s.options.push_back(boolOption("force", true));
+      out.push_back(std::move(s));
+    }
   }
 }
 
@@ -276,6 +360,7 @@ void scriptedLoops(std::vector<Spec>& out) {
       out.push_back(std::move(s));
     }
   }
+  scriptedLoopBackends(out);
   Spec list = make("LoopList", "all as a string");
   list.options.push_back(stringOption("all", "yes"));
   out.push_back(list);
@@ -405,9 +490,9 @@ std::string randomCeiling(std::mt19937_64& rng) {
 std::string randomKey(std::mt19937_64& rng, const std::string& method) {
   auto rules = optionRules(method);
   static const std::vector<std::string> others = {
-      "interactive", "runtime",     "all",        "force",     "read_only",
-      "offset",      "size_limit",  "block_size", "direct_io", "autoclear",
-      "partscan",    "Interactive", "",           "\x01",      "x"};
+      "interactive", "runtime",   "all",       "force",       "read_only",   "offset", "size_limit",
+      "block_size",  "direct_io", "autoclear", "partscan",    "Interactive", "",       "\x01",
+      "x",           "backend",   "workers",   "queue_depth", "nbd_timeout"};
   if (rng() % 3) return choose(rng, rules).key;
   return choose(rng, others);
 }
@@ -445,6 +530,10 @@ Spec randomSpec(std::mt19937_64& rng, Caller caller, const World& world) {
   if (s.method == "SetBoostPolicy") s.text2 = choose(rng, policies()).value.substr(0, 8192);
   s.flag = (rng() & 1) != 0;
   s.number = static_cast<uint32_t>(rng() & 1 ? (1u << (rng() % 32)) : rng());
+  if ((s.method == "SetWorkers" || s.method == "SetQueueDepth") && rng() % 2) {
+    static const std::vector<uint32_t> small = {0, 1, 2, 3, 4, 16, 17, 127, 128, 129};
+    s.number = choose(rng, small);
+  }
   s.fd = static_cast<FdKind>(rng() % kFdKinds);
   const int n = std::uniform_int_distribution<int>(0, 3)(rng);
   for (int i = 0; i < n; ++i) {

@@ -273,6 +273,9 @@ Args parseArgs(int argc, char** argv) {
 World discover(const Harness& h, const std::string& loopName, std::string* loopPath) {
   World world;
   world.cgroupRoot = h.cg().string();
+  // SetQueueDepth's bound, as the daemon reads it (the real /sys; 128 when unreadable).
+  std::ifstream hw("/sys/module/loop/parameters/hw_queue_depth");
+  if (uint32_t v = 0; hw >> v && v > 0) world.hwQueueDepth = v;
   *loopPath = "/org/cxiosync1/loop/loop99999";
   auto conn = sdbus::createSessionBusConnectionWithAddress(h.address());
   auto proxy = compat::createProxy(*conn, "org.cxiosync1", "/org/cxiosync1");

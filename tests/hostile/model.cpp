@@ -99,14 +99,17 @@ bool validBoostPolicy(const std::string& text) {
 }
 
 std::vector<OptionRule> optionRules(const std::string& method) {
-  if (method == "SetIsolation" || method == "SetBoostPolicy" || method == "SetBoostCeiling")
+  if (method == "SetIsolation" || method == "SetBoostPolicy" || method == "SetBoostCeiling" ||
+      method == "SetTenant")
     return {{"interactive", "b"}, {"runtime", "b"}};
   if (method == "LoopList") return {{"interactive", "b"}, {"all", "b"}};
   if (method == "LoopSetup")
-    return {{"read_only", "b"}, {"offset", "t"},    {"size_limit", "t"}, {"block_size", "u"},
-            {"direct_io", "s"}, {"autoclear", "b"}, {"partscan", "b"},   {"interactive", "b"}};
+    return {{"read_only", "b"}, {"offset", "t"},      {"size_limit", "t"},  {"block_size", "u"},
+            {"direct_io", "s"}, {"autoclear", "b"},   {"partscan", "b"},    {"backend", "s"},
+            {"workers", "u"},   {"queue_depth", "u"}, {"nbd_timeout", "u"}, {"interactive", "b"}};
   if (method == "SetDirectIO" || method == "SetBlockSize" || method == "SetCapacity" ||
-      method == "SetAutoclear" || method == "Detach")
+      method == "SetAutoclear" || method == "SetWorkers" || method == "SetQueueDepth" ||
+      method == "Detach")
     return {{"interactive", "b"}, {"force", "b"}};
   return {{"interactive", "b"}};  // reads, ResetPolicy, Reload
 }

@@ -83,7 +83,8 @@ TEST(LoopCli, ArgumentChecks) {
   EXPECT_EQ(*w->options.loop.nbdTimeout, 30u);
   EXPECT_FALSE(w->options.loop.serverCgroup);
   for (const char* where : {"caller", "daemon"}) {
-    auto sc = parse({"loop", "add", "/x", "--backend=nbd", std::string("--server-cgroup=") + where});
+    auto sc =
+        parse({"loop", "add", "/x", "--backend=nbd", std::string("--server-cgroup=") + where});
     ASSERT_TRUE(sc.ok()) << sc.error().message;
     EXPECT_EQ(*sc->options.loop.serverCgroup, where);
   }
@@ -275,12 +276,35 @@ TEST(LoopWire, SetupOptions) {
            {{"server_cgroup", V(std::string(""))}},
            {{"server_cgroup", V(true)}},
            {{"server_cgroup", V(std::string("caller"))}, {"backend", V(std::string("kernel"))}},
+           // An explicit backend's impossible combinations: refused here, before
+           // authorization (they used to reach the backend after it).
+           {{"backend", V(std::string("kernel"))}, {"workers", V(uint32_t{2})}},
+           {{"backend", V(std::string("nbd"))}, {"offset", V(uint64_t{512})}},
+           {{"backend", V(std::string("nbd"))}, {"size_limit", V(uint64_t{512})}},
+           {{"backend", V(std::string("nbd"))}, {"autoclear", V(true)}},
+           {{"backend", V(std::string("nbd"))}, {"partscan", V(true)}},
+           {{"backend", V(std::string("nbd"))}, {"queue_depth", V(uint32_t{32})}},
        }) {
     auto r = dbus::wire::parseLoopSetupOptions(bad);
     EXPECT_FALSE(r.ok()) << bad.begin()->first;
     if (!r.ok()) {
       EXPECT_EQ(r.error().code, EINVAL);
     }
+  }
+  // What only the backend can decide (auto) or what fits the backend asked for passes.
+  for (const auto& good : std::vector<std::map<std::string, V>>{
+           {{"workers", V(uint32_t{4})}, {"queue_depth", V(uint32_t{32})}},
+           {{"backend", V(std::string("kernel"))},
+            {"workers", V(uint32_t{1})},
+            {"queue_depth", V(uint32_t{32})},
+            {"offset", V(uint64_t{512})}},
+           {{"backend", V(std::string("nbd"))},
+            {"workers", V(uint32_t{16})},
+            {"nbd_timeout", V(uint32_t{30})},
+            {"autoclear", V(false)}},
+       }) {
+    auto r = dbus::wire::parseLoopSetupOptions(good);
+    EXPECT_TRUE(r.ok()) << r.error().message;
   }
   // Signatures compare as strings (sdbus-c++ 2.x's peekValueType() is a const char*: a `!=`
   // on it compared pointers and refused every option) and the message names what came.

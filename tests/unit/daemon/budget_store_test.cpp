@@ -66,6 +66,22 @@ TEST(BudgetStore, UnreadableAccountCountsAsSpent) {
   EXPECT_FALSE(s.historyLostAt);
 }
 
+// A time above INT64_MAX used to wrap to a negative one (2^64-1 read as -1 us: an open
+// interval since before the boot, an account that never was boosted); found by fuzz_budgets.
+TEST(BudgetStore, TimesAboveInt64AreUnreadableNotWrapped) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":1,"accounts":[{"cgroup":"/a","open_since_mono_usec":18446744073709551615},)"
+      R"({"cgroup":"/b","boosted_mono_usec":[[1,9223372036854775808]]}]})");
+  EXPECT_FALSE(p.unreadable);
+  EXPECT_TRUE(p.usage.empty());
+  ASSERT_EQ(p.unreadableAccounts.size(), 2u);
+  EXPECT_EQ(p.unreadableAccounts[0], cg("/a"));
+  EXPECT_EQ(p.unreadableAccounts[1], cg("/b"));
+  p = parseBudgets(R"({"version":1,"history_lost_mono_usec":18446744073709551615,"accounts":[]})");
+  EXPECT_TRUE(p.unreadable);
+  EXPECT_FALSE(p.historyLostAt);
+}
+
 TEST(BudgetStore, UnreadableFileCountsEveryBudgetAsSpentForOneWindow) {
   for (const char* text : {"{\"version\":1,\"accounts\":[", "garbage", "{\"version\":1}",
                            R"({"version":1,"accounts":[{"boosted_mono_usec":[]}]})"}) {
@@ -80,6 +96,29 @@ TEST(BudgetStore, UnreadableFileCountsEveryBudgetAsSpentForOneWindow) {
     EXPECT_EQ(s.budgetFreesAt(cg("/any"), at(1000), 120s, 30s), at(1090) + 1ns);
     EXPECT_EQ(s.usedWithin(cg("/any"), at(1200), 120s), 0s);
   }
+}
+
+// Found by fuzz_budgets: an open interval since after the load time (a damaged record: the
+// times are CLOCK_MONOTONIC of this boot) was kept, with "last seen" set back to the load,
+// before its start. Such an account, and one with a closed interval ending after the load,
+// counts as unreadable: boosted for the whole day.
+TEST(BudgetStore, BoostedTimeAfterTheLoadIsUnreadable) {
+  ParsedBudgets p = parseBudgets(
+      R"({"version":1,"accounts":[{"cgroup":"/a","open_since_mono_usec":1844744073709554},)"
+      R"({"cgroup":"/b","boosted_mono_usec":[[999000000,1001000000]]},)"
+      R"({"cgroup":"/c","boosted_mono_usec":[[990000000,995000000]]}]})");
+  ASSERT_EQ(p.usage.size(), 3u);
+  PlannerState s;
+  applyLoadedBudgets(p, at(1000), s);
+  for (const char* name : {"/a", "/b"}) {
+    const auto& u = s.usage.at(cg(name));
+    EXPECT_FALSE(u.openSince) << name;
+    ASSERT_EQ(u.closed.size(), 1u) << name;
+    EXPECT_EQ(u.closed[0].begin, at(1000) - 86400s) << name;
+    EXPECT_EQ(u.closed[0].end, at(1000)) << name;
+  }
+  EXPECT_EQ(s.usage.at(cg("/c")).closed.size(), 1u);
+  EXPECT_EQ(s.usage.at(cg("/c")).closed[0].end, at(995));
 }
 
 TEST(BudgetStore, OpenIntervalWithoutAnEndLastsUntilTheLoad) {

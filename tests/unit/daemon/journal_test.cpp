@@ -235,6 +235,10 @@ TEST(JournalTest, BadValuesMakeARecordUnreadable) {
   EXPECT_TRUE(unreadable(badIno));
   EXPECT_TRUE(unreadable("{\"version\":1,\"boosts\":[{}]}"));
   EXPECT_TRUE(unreadable("{\"version\":1,\"boosts\":[7]}"));
+  // 2^64-1 used to be read as tid -1 (get<int64_t> wraps an unsigned value).
+  std::string bigTid = good;
+  bigTid.replace(bigTid.find("\"syncer_tids\":["), 15, "\"syncer_tids\":[18446744073709551615,");
+  EXPECT_TRUE(unreadable(bigTid));
 }
 
 // Found by fuzz_journal: a start time beyond the nanosecond TimePoint overflowed (UB) and was
