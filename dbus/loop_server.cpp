@@ -634,9 +634,9 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
           }
           pid_(sender, [this, shared, backing, asked, uid](uint32_t pid, const std::string& error) {
             if (pid == 0) log(BusLogLevel::Info, "cannot learn the caller's pid: " + error);
-            LoopSetupOptions options = asked;
-            options.callerPid = pid;
-            setupAllowed(shared, backing, options, uid);
+            LoopSetupOptions withPid = asked;
+            withPid.callerPid = pid;
+            setupAllowed(shared, backing, withPid, uid);
           });
         },
         [this, shared, backing](const Refusal& refusal) {
