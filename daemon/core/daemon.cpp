@@ -397,6 +397,9 @@ void Daemon::tick() {
   PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
   PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
   const TimePoint tPlan = Clock::now();
+  tickStart_ = now;
+  tickSnapshot_ = tSnap;
+  tickPlan_ = tPlan;
   execute(plan, now);
   const TimePoint tExec = Clock::now();
   saveBudgets(now, false);  // after the boosts: a tmpfs write, but never ahead of a boost
@@ -510,10 +513,28 @@ void Daemon::execute(const PlanResult& plan, TimePoint now) {
       auto res = executor_->start(*st, now, st->shutdownLift);
       if (!res && res.error().code != EALREADY && res.error().code != EEXIST)
         startBackoff_[key] = now + kStartRetry;
+      if (res && spdlog::should_log(spdlog::level::debug)) logBoostLatency(*st);
     } else if (const auto* f = std::get_if<Refuse>(&d)) {
       logRefusal(*f);
     }
   }
+}
+
+void Daemon::logBoostLatency(const StartBoost& st) const {
+  const Syncer& sy = st.trigger;
+  if (sy.tid == 0 || tickStart_ == TimePoint{}) return;
+  const TimePoint written = Clock::now();
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  // event_to_read: the kernel's enter event (trace_clock mono) until the daemon read it;
+  // read_to_tick: read until the tick that planned this boost started (a whole poll period
+  // or more when the first ticks found no dirtier to boost).
+  const std::string kernel = sy.entered ? fmt::format("{:.2f}", ms(sy.since - *sy.entered)) : "-";
+  spdlog::debug(
+      "boost latency {:.2f} ms  event_to_read={} read_to_tick={:.2f} snapshot={:.2f} "
+      "plan={:.2f} write={:.2f} syncer_tid={} cgroup={}",
+      ms(written - (sy.entered ? *sy.entered : sy.since)), kernel, ms(tickStart_ - sy.since),
+      ms(tickSnapshot_ - tickStart_), ms(tickPlan_ - tickSnapshot_), ms(written - tickPlan_),
+      sy.tid, logQuote(st.cgroup.display()));
 }
 
 void Daemon::logRefusal(const Refuse& r) {

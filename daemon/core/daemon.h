@@ -75,6 +75,9 @@ class Daemon {
   Daemon(const DaemonSettings& options, Config config);
   Status setupSources();
   void execute(const PlanResult& plan, TimePoint now);
+  // Debug: where the time between a syncer's enter and its boost went (tests/bench/
+  // boost_latency.py reads it).
+  void logBoostLatency(const StartBoost& st) const;
   void logRefusal(const Refuse& r);
   // Counts and logs syncers entering and leaving the set ("syncer seen"/"syncer left").
   void traceSyncers(const Snapshot& s, TimePoint now);
@@ -131,6 +134,7 @@ class Daemon {
   std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
   std::optional<TimePoint> oldestSyncer_;  // entry time of the longest-waiting known syncer
   TimePoint lastDrain_{};                  // the trace pipe's drain timer
+  TimePoint tickStart_{}, tickSnapshot_{}, tickPlan_{};  // this tick's phases
   std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
   size_t cgroupsWatched_ = 0;
   std::string lastStatus_;

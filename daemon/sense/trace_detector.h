@@ -107,7 +107,8 @@ class TraceDetector : public SyncDetector {
     uint64_t startTimeTicks = 0;
     bool byRescan = false;  // found in /proc, its enter event not (yet) read
   };
-  void onEnter(int64_t tid, const std::string& comm, SyncSyscall sc, std::optional<int64_t> fd);
+  void onEnter(int64_t tid, const std::string& comm, SyncSyscall sc, std::optional<int64_t> fd,
+               std::optional<TimePoint> at);
   void onExit(int64_t tid, SyncSyscall sc);
   void onWritebackQueue(int64_t tid, uint64_t cgroupIno, DevNum bdi);
   void onWritebackStart(std::string_view line);
@@ -129,6 +130,7 @@ class TraceDetector : public SyncDetector {
   uint64_t lines_ = 0;
   uint64_t exitsOverruled_ = 0;
   uint64_t foundByRescan_ = 0;
+  bool monoClock_ = false;  // trace_clock is "mono": event timestamps are steady_clock
   bool rescanDue_ = false;  // an exit since the last rescan: a misordered enter may hide
   TimePoint lastRescan_{};
   unsigned startupTicks_ = 0;
