@@ -34,8 +34,11 @@ constexpr std::chrono::seconds kDropInUpkeep{60};
 constexpr std::chrono::seconds kSystemdReconnect{2};
 // Ticks slower than this are logged at debug level with where the time went.
 constexpr std::chrono::milliseconds kSlowTick{50};
-// Tick period while the tracefs detector sees no sync and nothing is boosted (see tick()).
-constexpr std::chrono::milliseconds kIdleTick{1000};
+// Tick period while the tracefs detector sees no sync and nothing is boosted (see tick()):
+// the metrics period, since an idle tick only refreshes them (and a sync's event tick reads
+// everything a plan needs, new cgroups included). Issue 15: 1,000 cgroups, 50 limited, read
+// every second cost more than the whole 0.05 %-of-a-core idle budget in the VM.
+constexpr std::chrono::milliseconds kIdleTick = kMetricsInterval;
 
 std::string syncerText(const Syncer& s) {
   return fmt::format("syncer_pid={} syncer_tid={} syncer_comm={} syncer_cgroup={} syscall={}",
@@ -133,7 +136,7 @@ Status Daemon::setupSources() {
     auto drain = [this] {
       sensors_->onReadable();
       // A sync entered or left: plan now rather than at the next poll tick.
-      if (sensors_->detector().changed()) this->tick();
+      if (sensors_->detector().changed()) this->tick(true);
     };
     auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [drain](uint32_t) { drain(); });
     if (!io) return io.error();
@@ -364,13 +367,13 @@ int Daemon::run() {
   return rc.value();
 }
 
-void Daemon::tick() {
+void Daemon::tick(bool eventDriven) {
   if (stopping_) return;
   const TimePoint now = Clock::now();
   ++ticks_;
   std::set<CgroupPath> boosted;
   for (const auto& b : executor_->active()) boosted.insert(b.cgroup);
-  auto snap = sensors_->tick(now, boosted);
+  auto snap = sensors_->tick(now, boosted, eventDriven);
   const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
@@ -431,10 +434,11 @@ void Daemon::tick() {
   updateStatus();
   // With tracefs a sync wakes the loop through the trace pipe (and its unknown cgroups are
   // walked then), and the planner arms its own deadlines: while nothing syncs and nothing is
-  // boosted, the poll only refreshes metrics and notices new cgroups, so 1 s is enough
-  // (VM: idle CPU per 10 s, see docs/configuration.md). procfs must poll to see a sync.
+  // boosted, the poll only refreshes metrics and notices new cgroups, so the metrics period
+  // is enough (tests/bench/boost_latency.py: idle cost). procfs must poll to see a sync. A
+  // /proc rescan an event tick deferred keeps the poll period until it has run.
   setIdleTick(sensors_->detectorKind() == DetectorKind::Tracefs && s.syncers.empty() &&
-              executor_->activeCount() == 0);
+              executor_->activeCount() == 0 && !sensors_->detector().rescanPending());
   if (observer_) observer_->afterTick(s, plan);
 }
 

@@ -54,7 +54,8 @@ class Daemon {
   std::string statusLine() const;
 
   // One planning step now (also used by tests).
-  void tick();
+  // eventDriven: run from the trace pipe's handler (a sync entered or left).
+  void tick(bool eventDriven = false);
 
   // For the D-Bus adapter (daemon/app/bus_backend.h); loop thread only.
   void setObserver(DaemonObserver* observer) { observer_ = observer; }

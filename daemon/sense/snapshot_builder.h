@@ -2,16 +2,17 @@
 #pragma once
 // Builds the planner's Snapshot (policy/model/snapshot.h) from the adapters.
 //
-// Cost model (10,000 cgroups): a slow full walk (every `treeRescanInterval`, or after
-// invalidate()) opens every cgroup directory and reads its io.max; the device stack is
-// rebuilt then too. Every build() (each tick) re-reads io.max and memory.stat only of the
-// cgroups that matter: those with a finite write limit (wbps/wiops) and their descendants
-// (effective limit finite), plus their ancestors and the syncers' cgroups + ancestors
-// (io.max only). Idle cost with no limits anywhere: one read of the root's cgroup.stat per
-// tick.
+// Cost model (10,000 cgroups): a slow full walk (every `treeRescanInterval`: 30 s, 5 min with
+// tracefs; or after invalidate()) opens every cgroup directory and reads its io.max; the
+// device stack is rebuilt then and every `stackRebuildInterval` (30 s). Every build() (each tick)
+// re-reads io.max and memory.stat only of the cgroups that matter: those with a finite write limit
+// (wbps/wiops) and their descendants (effective limit finite), plus their ancestors and the
+// syncers' cgroups + ancestors (io.max only). Idle cost with no limits anywhere: one read of the
+// root's cgroup.stat per tick.
 //
 // Cgroups created between walks (a transient unit with its own IOWriteBandwidthMax=, a
-// mkdir + io.max write) are learnt within about a second, not at the next 30 s walk:
+// mkdir + io.max write) are learnt at the next tick (with tracefs idle every 5 s, but a sync's
+// event tick refreshes at once), not at the next scheduled walk:
 //   - tree changed: the root's cgroup.stat nr_descendants differs from its value at the
 //     last walk (mkdir or rmdir anywhere below; one small read per tick, both detectors);
 //   - a syncer's cgroup, or a cgroup inode a syncer waits on (tracefs writeback_queue
@@ -55,6 +56,9 @@ namespace cxiosync {
 
 struct SnapshotBuilderOptions {
   std::chrono::milliseconds treeRescanInterval{30000};
+  // The block device stack (loop -> backing file's disk, dm/md -> slaves) is rebuilt this
+  // often even when the walk is rarer (Sensors: tracefs walks every kTracefsTreeRescan).
+  std::chrono::milliseconds stackRebuildInterval{30000};
   // Triggered walks (tree changed, unknown syncer cgroup or inode, gone cgroup): at most
   // one per rescanGap() = max(this, walkCostFactor x the last walk's wall time).
   std::chrono::milliseconds minRescanGap{1000};
@@ -126,6 +130,7 @@ class SnapshotBuilder {
   const SysBlock* sys_;
   SnapshotBuilderOptions options_;
   TimePoint nextRescan_{};
+  TimePoint nextStackRebuild_{};
   // From the last walk: cgroups with any io.max line (and their inode), all inodes.
   std::map<CgroupPath, std::vector<IoMaxEntry>> limited_;  // any io.max line
   std::map<CgroupPath, CgroupState> states_;               // from the last refresh()
@@ -183,7 +188,9 @@ class Sensors {
   void onReadable() { detector_->onReadable(); }
   // Detector tick (told the last snapshot's anyLimitedDirty() and whether a boost is in
   // force, see DetectorTick) + build(). `boosted`: the holders whose limits are lifted now.
-  Result<Snapshot> tick(TimePoint now, const std::set<CgroupPath>& boosted = {});
+  // `eventDriven`: the tick follows a trace event (DetectorTick::deferRescan).
+  Result<Snapshot> tick(TimePoint now, const std::set<CgroupPath>& boosted = {},
+                        bool eventDriven = false);
   // Wall time of the last tick's detector part (drain, reconcile, /proc rescan), for the
   // daemon's slow-tick log line.
   std::chrono::nanoseconds lastDetectorTime() const { return lastDetectorTime_; }

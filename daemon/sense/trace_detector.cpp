@@ -16,9 +16,6 @@ namespace cxiosync {
 namespace {
 
 constexpr uint64_t kMsSync = 4;
-// Ticks after construction that rescan /proc whatever else: a caller that was running (R)
-// at start()'s scan, so /proc/TID/syscall said "running", is blocked in D a moment later.
-constexpr unsigned kStartupRescans = 5;
 
 // msync's enter line: "sys_msync(start: 7f.., len: 1000, flags: 4)". nullopt if absent.
 std::optional<uint64_t> flagsArg(std::string_view line) {
@@ -330,6 +327,13 @@ size_t TraceDetector::rescanProc() {
 Status TraceDetector::tick(const DetectorTick& t) {
   drain();
   auto st = reconcile();
+  // An event-driven tick (a sync just entered) plans without walking every thread of the
+  // system first: that walk was most of the detection-to-boost time (issue 15, VM: tens of
+  // ms under TCG). The timer tick that follows within poll_interval_ms does it.
+  if (t.deferRescan) {
+    if (t.boosted) rescanDue_ = true;
+    return st;
+  }
   const bool startup = startupTicks_ < kStartupRescans;
   if (startup) ++startupTicks_;
   const TimePoint now = Clock::now();

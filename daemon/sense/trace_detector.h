@@ -77,6 +77,12 @@ class TraceDetector : public SyncDetector {
   // (something known or boosted, an exit since the last tick, the first ticks).
   Status tick(const DetectorTick& t) override;
   std::vector<Syncer> syncers() const override;
+  bool rescanPending() const override {
+    return rescanDue_ || !tracked_.empty() || startupTicks_ < kStartupRescans;
+  }
+  // Ticks after construction that rescan /proc whatever else: a caller that was running (R)
+  // at start()'s scan, so /proc/TID/syscall said "running", is blocked in D a moment later.
+  static constexpr unsigned kStartupRescans = 5;
 
   // Reads everything available from the pipe (non-blocking) and feeds it line by line.
   // Returns the number of complete lines processed.

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Guest half of the cxiosyncd benchmark (run by daemon_bench.py through tests/vm/vmrun.py).
-# For each dirty size (BENCH_SIZES, default "16 64" MiB) at 1 MiB/s: sync time from cg2 with
+# For each dirty size (BENCH_SIZES, default "8 16 32 64" MiB) at 1 MiB/s: sync time from cg2 with
 # no limit, with the limit and no daemon, with cxiosyncd (tracefs), with cxiosyncd (procfs);
 # the detection-to-boost latency (sync started -> boost written, from the daemon's log); the
 # daemon's RSS and CPU time. Results go to result.json; the host prints the table.
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/daemon_common.inc"
-SIZES=${BENCH_SIZES:-16 64}
+SIZES=${BENCH_SIZES:-8 16 32 64}
 LIMIT="wbps=1048576"
 cxvm_cgroup_setup
 cxvm_cg_create cg1 cg2

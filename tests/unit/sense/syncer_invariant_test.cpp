@@ -174,6 +174,27 @@ TEST_F(SyncerInvariantTest, TraceTickFindsAnUnreadEnterWhileSomethingIsKnownOrBo
   EXPECT_FALSE(det->changed());
 }
 
+// An event-driven tick (a sync just entered: plan its boost first) defers the /proc rescan
+// an exit made due; the detector says so until a timer tick has run it, so the daemon keeps
+// ticking at the poll period instead of its idle period (issue 15, detection latency).
+TEST_F(SyncerInvariantTest, TraceEventTickDefersTheRescanToTheNextTimerTick) {
+  auto det = settled();
+  EXPECT_FALSE(det->rescanPending());
+  addThread(proc, 133, 133, "sync", 'R', "running\n", "/cg3");
+  det->feedLine(line("worker", 133, "sys_sync()"));
+  det->feedLine(line("worker", 133, "sys_sync -> 0x0"));
+  EXPECT_TRUE(det->syncers().empty());
+  addThread(proc, 133, 133, "sync", 'D', procSyscallLine(162), "/cg3");
+  DetectorTick urgent;
+  urgent.deferRescan = true;
+  ASSERT_TRUE(det->tick(urgent).ok());
+  EXPECT_TRUE(det->syncers().empty());  // not walked on the event's tick
+  EXPECT_TRUE(det->rescanPending());
+  ASSERT_TRUE(det->tick(DetectorTick{}).ok());
+  EXPECT_EQ(tids(det->syncers()), (std::vector<int64_t>{133}));
+  EXPECT_EQ(det->foundByRescan(), 1u);
+}
+
 // A caller already inside sync() and running when the detector starts: its enter event
 // predates the instance, start()'s scan saw "running". The first ticks rescan.
 TEST_F(SyncerInvariantTest, TraceFirstTicksFindACallerThatWasRunningAtStart) {
