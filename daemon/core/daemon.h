@@ -117,6 +117,7 @@ class Daemon {
 
   EventLoop::SourceId tickTimer_ = 0;
   bool idleTick_ = false;  // tickTimer_ runs at kIdleTick, not pollInterval
+  TimePoint lastFullTick_{};
   uint64_t ticks_ = 0;
   EventLoop::SourceId deadlineTimer_ = 0;
   EventLoop::SourceId reloadTimer_ = 0;

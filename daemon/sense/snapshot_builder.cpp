@@ -375,6 +375,11 @@ Sensors::~Sensors() {
   detector_.reset();  // removes the tracefs instance while tracefs_ is still open
 }
 
+bool Sensors::quiet() {
+  if (!detector_->tick(DetectorTick{})) return false;
+  return detector_->syncers().empty() && !detector_->rescanPending() && !builder_->treeChanged();
+}
+
 Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& boosted,
                                bool eventDriven) {
   builder_->setBoosted(boosted);

@@ -116,11 +116,11 @@ class SnapshotBuilder {
   // The current minimum time between a walk and a triggered one.
   std::chrono::nanoseconds rescanGap() const;
   const DeviceStack& devices() const { return devices_; }
+  // One read of the root's cgroup.stat: true when nr_descendants differs from the walk's.
+  bool treeChanged() const;
 
  private:
   void walk(const CgroupDir& dir, int depth);
-  // One read of the root's cgroup.stat: true when nr_descendants differs from the walk's.
-  bool treeChanged() const;
   // refresh()'s steps, in order. `sawGone`: a cgroup vanished under us (ask for a walk).
   void readYoungLimits(TimePoint now);    // a limit written after the walk found them
   void readLimits(bool& sawGone);         // fresh io.max of every cgroup that has a line
@@ -191,6 +191,11 @@ class Sensors {
   // `eventDriven`: the tick follows a trace event (DetectorTick::deferRescan).
   Result<Snapshot> tick(TimePoint now, const std::set<CgroupPath>& boosted = {},
                         bool eventDriven = false);
+  // The cheap half of an idle tick (tracefs only: procfs must scan to see a sync; nothing
+  // known, nothing boosted): the detector's
+  // tick (drain, reconcile) and the root's nr_descendants. True when a full tick has nothing
+  // new to plan: no syncer, no rescan owed, the cgroup tree unchanged since the last walk.
+  bool quiet();
   // Wall time of the last tick's detector part (drain, reconcile, /proc rescan), for the
   // daemon's slow-tick log line.
   std::chrono::nanoseconds lastDetectorTime() const { return lastDetectorTime_; }

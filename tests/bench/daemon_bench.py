@@ -68,11 +68,17 @@ def main():
                      "sync_ms_cxiosyncd_tracefs": tr, "sync_ms_cxiosyncd_procfs": pr,
                      "vanilla_over_tracefs": ratio, "boost_latency_ms_tracefs": lt,
                      "boost_latency_ms_procfs": lp, "aim_met": aim,
+                     "boost_latency_ms_tracefs_from_enter_event":
+                         g("boost_latency_kernel_ms_tracefs"),
                      "rss_kb_tracefs": g("rss_kb_tracefs"), "cpu_ms_tracefs": g("cpu_ms_tracefs"),
                      "rss_kb_procfs": g("rss_kb_procfs"), "cpu_ms_procfs": g("cpu_ms_procfs")})
         print("%-7s %9.2fs %16.2fs %17.2fs %16.2fs %15.1fx %20s %8s" % (
             "%d MiB" % mib, nol / 1000, van / 1000, tr / 1000, pr / 1000, ratio or 0,
             "%s / %s ms" % (lt, lp), "yes" if aim else "no"))
+    print("boost latency from the kernel's enter event (tracefs; the column above starts before "
+          "the shell forks `sync`): %s" % ", ".join(
+              "%d MiB %s ms" % (row["dirty_mib"], row["boost_latency_ms_tracefs_from_enter_event"])
+              for row in rows))
     print("daemon idle CPU per 10 s: tracefs %s ms, procfs %s ms; RSS tracefs %s KiB, "
           "procfs %s KiB" % (r.get("idle_cpu_ms_per_10s_tracefs"),
                              r.get("idle_cpu_ms_per_10s_procfs"), r.get("idle_rss_kb_tracefs"),

@@ -117,6 +117,28 @@ TEST_F(SyncerInvariantTest, SensorsKeepTheSyncerWhoseBoostLiftedTheOnlyDirtyLimi
   }
 }
 
+// An idle tick only looks (issue 15, idle cost): quiet() while nothing syncs and the tree is
+// as walked; a cgroup made since the walk (cgroup.stat's nr_descendants) asks for a full one.
+TEST_F(SyncerInvariantTest, SensorsQuietUntilTheCgroupTreeChanges) {
+  FakeTree cgroups, sys, tracefs;
+  proc.remove("133");
+  proc.file("self/mountinfo", "");
+  cgroups.file("cgroup.controllers", "io memory\n");
+  cgroups.file("cgroup.stat", "nr_descendants 1\nnr_dying_descendants 0\n");
+  cgroups.file("cg1/io.max", "8:0 rbps=max wbps=1048576 riops=max wiops=max\n");
+  cgroups.file("cg1/memory.stat", "file_dirty 0\nfile_writeback 0\n");
+  SenseRoots roots{cgroups.root(), proc.root(), sys.root(), tracefs.root()};
+  GlobalSettings settings;
+  settings.detector = DetectorKind::Procfs;
+  auto sensors = Sensors::open(roots, settings);
+  ASSERT_TRUE(sensors.ok()) << sensors.error().message;
+  ASSERT_TRUE((*sensors)->tick(Clock::now()).ok());
+  EXPECT_TRUE((*sensors)->quiet());
+  cgroups.file("cg2/io.max", "");
+  cgroups.file("cgroup.stat", "nr_descendants 2\nnr_dying_descendants 0\n");
+  EXPECT_FALSE((*sensors)->quiet());
+}
+
 // Per-CPU buffers merged by unsynchronised clocks: the exit of call 1 read after the enter
 // of call 2 (same thread). /proc shows it blocked in sync: it stays.
 TEST_F(SyncerInvariantTest, TraceExitReadAfterTheNextEnterDoesNotDropTheCaller) {
