@@ -167,9 +167,9 @@ bool SnapshotBuilder::noteSyncers(const std::vector<Syncer>& syncers, TimePoint 
   return namedUnlimited || (rescanWanted_ && now >= lastWalk_ + rescanGap());
 }
 
-Status SnapshotBuilder::refresh(TimePoint now) {
-  bool due = nextRescan_ == TimePoint{} || now >= nextRescan_;
-  if (!due && !rescanWanted_ && treeChanged()) rescanWanted_ = true;
+Status SnapshotBuilder::refresh(TimePoint now, bool walkIfDue) {
+  bool due = nextRescan_ == TimePoint{} || (walkIfDue && now >= nextRescan_);
+  if (walkIfDue && !due && !rescanWanted_ && treeChanged()) rescanWanted_ = true;
   if (!due && rescanWanted_ && now >= lastWalk_ + rescanGap()) due = true;
   if (due) {
     if (auto st = rescan(now); !st) return st;
@@ -383,7 +383,7 @@ bool Sensors::quiet() {
 Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& boosted,
                                bool eventDriven) {
   builder_->setBoosted(boosted);
-  if (auto st = builder_->refresh(now); !st) return st.error();
+  if (auto st = builder_->refresh(now, !eventDriven); !st) return st.error();
   DetectorTick dt;
   dt.limitedDirty = builder_->anyLimitedDirty();
   dt.boosted = !boosted.empty();
@@ -396,7 +396,7 @@ Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& booste
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.
   if (builder_->noteSyncers(syncers, now)) {
-    if (auto st = builder_->refresh(now); !st) return st.error();
+    if (auto st = builder_->refresh(now, !eventDriven); !st) return st.error();
   }
   return builder_->assemble(std::move(syncers), now);
 }
