@@ -34,8 +34,14 @@ constexpr std::chrono::seconds kDropInUpkeep{60};
 constexpr std::chrono::seconds kSystemdReconnect{2};
 // Ticks slower than this are logged at debug level with where the time went.
 constexpr std::chrono::milliseconds kSlowTick{50};
-// Tick period while the tracefs detector sees no sync and nothing is boosted (see tick()).
-constexpr std::chrono::milliseconds kIdleTick{1000};
+// Tick period while the tracefs detector sees no sync and nothing is boosted (see tick()):
+// the metrics period, since an idle tick only refreshes them (and a sync's event tick reads
+// everything a plan needs, new cgroups included). Issue 15: 1,000 cgroups, 50 limited, read
+// every second cost more than the whole 0.05 %-of-a-core idle budget in the VM.
+constexpr std::chrono::milliseconds kIdleTick = kMetricsInterval;
+// While idle, the full refresh (limited cgroups' io.max and memory.stat, the metrics' dirty
+// gauges) runs this often; the ticks between only check that nothing changed.
+constexpr std::chrono::seconds kIdleRefresh{60};
 
 std::string syncerText(const Syncer& s) {
   return fmt::format("syncer_pid={} syncer_tid={} syncer_comm={} syncer_cgroup={} syscall={}",
@@ -120,8 +126,15 @@ Status Daemon::setupSources() {
   auto sig = loop_->addSignals({SIGTERM, SIGINT, SIGHUP},
                                [this](const signalfd_siginfo& si) { onSignal(si); });
   if (!sig) return sig.error();
-  auto tick =
-      loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this] { this->tick(); });
+  auto tick = loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this] {
+    // Idle with tracefs, a tick reads every limited cgroup's io.max and memory.stat only for
+    // the metrics: 50 limited cgroups cost 55-100 ms a tick in the VM (issue 15, idle
+    // cost). So idle ticks only look (quiet(): one cgroup.stat read, one pipe read) and the
+    // full refresh runs every kIdleRefresh; anything new (a syncer, a cgroup made or
+    // removed) makes it a full tick at once. Planner deadlines use their own timer.
+    if (idleTick_ && Clock::now() - lastFullTick_ < kIdleRefresh && sensors_->quiet()) return;
+    this->tick();
+  });
   if (!tick) return tick.error();
   tickTimer_ = tick.value();
   auto deadline = loop_->addTimer(std::chrono::hours(24 * 365), std::chrono::nanoseconds(0),
@@ -133,7 +146,7 @@ Status Daemon::setupSources() {
     auto drain = [this] {
       sensors_->onReadable();
       // A sync entered or left: plan now rather than at the next poll tick.
-      if (sensors_->detector().changed()) this->tick();
+      if (sensors_->detector().changed()) this->tick(true);
     };
     auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [drain](uint32_t) { drain(); });
     if (!io) return io.error();
@@ -364,13 +377,14 @@ int Daemon::run() {
   return rc.value();
 }
 
-void Daemon::tick() {
+void Daemon::tick(bool eventDriven) {
   if (stopping_) return;
   const TimePoint now = Clock::now();
   ++ticks_;
+  lastFullTick_ = now;
   std::set<CgroupPath> boosted;
   for (const auto& b : executor_->active()) boosted.insert(b.cgroup);
-  auto snap = sensors_->tick(now, boosted);
+  auto snap = sensors_->tick(now, boosted, eventDriven);
   const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
@@ -397,6 +411,9 @@ void Daemon::tick() {
   PolicyLookup lookup = [this](const CgroupPath& cg) { return policyCache_->get(cg); };
   PlanResult plan = planner_.step(s, executor_->active(), lookup, settings_, false);
   const TimePoint tPlan = Clock::now();
+  tickStart_ = now;
+  tickSnapshot_ = tSnap;
+  tickPlan_ = tPlan;
   execute(plan, now);
   const TimePoint tExec = Clock::now();
   saveBudgets(now, false);  // after the boosts: a tmpfs write, but never ahead of a boost
@@ -428,10 +445,11 @@ void Daemon::tick() {
   updateStatus();
   // With tracefs a sync wakes the loop through the trace pipe (and its unknown cgroups are
   // walked then), and the planner arms its own deadlines: while nothing syncs and nothing is
-  // boosted, the poll only refreshes metrics and notices new cgroups, so 1 s is enough
-  // (VM: idle CPU per 10 s, see docs/configuration.md). procfs must poll to see a sync.
+  // boosted, the poll only refreshes metrics and notices new cgroups, so the metrics period
+  // is enough (tests/bench/boost_latency.py: idle cost). procfs must poll to see a sync. A
+  // /proc rescan an event tick deferred keeps the poll period until it has run.
   setIdleTick(sensors_->detectorKind() == DetectorKind::Tracefs && s.syncers.empty() &&
-              executor_->activeCount() == 0);
+              executor_->activeCount() == 0 && !sensors_->detector().rescanPending());
   if (observer_) observer_->afterTick(s, plan);
 }
 
@@ -510,10 +528,28 @@ void Daemon::execute(const PlanResult& plan, TimePoint now) {
       auto res = executor_->start(*st, now, st->shutdownLift);
       if (!res && res.error().code != EALREADY && res.error().code != EEXIST)
         startBackoff_[key] = now + kStartRetry;
+      if (res && spdlog::should_log(spdlog::level::debug)) logBoostLatency(*st);
     } else if (const auto* f = std::get_if<Refuse>(&d)) {
       logRefusal(*f);
     }
   }
+}
+
+void Daemon::logBoostLatency(const StartBoost& st) const {
+  const Syncer& sy = st.trigger;
+  if (sy.tid == 0 || tickStart_ == TimePoint{}) return;
+  const TimePoint written = Clock::now();
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  // event_to_read: the kernel's enter event (trace_clock mono) until the daemon read it;
+  // read_to_tick: read until the tick that planned this boost started (a whole poll period
+  // or more when the first ticks found no dirtier to boost).
+  const std::string kernel = sy.entered ? fmt::format("{:.2f}", ms(sy.since - *sy.entered)) : "-";
+  spdlog::debug(
+      "boost latency {:.2f} ms  event_to_read={} read_to_tick={:.2f} snapshot={:.2f} "
+      "plan={:.2f} write={:.2f} syncer_tid={} cgroup={}",
+      ms(written - (sy.entered ? *sy.entered : sy.since)), kernel, ms(tickStart_ - sy.since),
+      ms(tickSnapshot_ - tickStart_), ms(tickPlan_ - tickSnapshot_), ms(written - tickPlan_),
+      sy.tid, logQuote(st.cgroup.display()));
 }
 
 void Daemon::logRefusal(const Refuse& r) {

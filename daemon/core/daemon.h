@@ -54,7 +54,8 @@ class Daemon {
   std::string statusLine() const;
 
   // One planning step now (also used by tests).
-  void tick();
+  // eventDriven: run from the trace pipe's handler (a sync entered or left).
+  void tick(bool eventDriven = false);
 
   // For the D-Bus adapter (daemon/app/bus_backend.h); loop thread only.
   void setObserver(DaemonObserver* observer) { observer_ = observer; }
@@ -75,6 +76,9 @@ class Daemon {
   Daemon(const DaemonSettings& options, Config config);
   Status setupSources();
   void execute(const PlanResult& plan, TimePoint now);
+  // Debug: where the time between a syncer's enter and its boost went (tests/bench/
+  // boost_latency.py reads it).
+  void logBoostLatency(const StartBoost& st) const;
   void logRefusal(const Refuse& r);
   // Counts and logs syncers entering and leaving the set ("syncer seen"/"syncer left").
   void traceSyncers(const Snapshot& s, TimePoint now);
@@ -113,6 +117,7 @@ class Daemon {
 
   EventLoop::SourceId tickTimer_ = 0;
   bool idleTick_ = false;  // tickTimer_ runs at kIdleTick, not pollInterval
+  TimePoint lastFullTick_{};
   uint64_t ticks_ = 0;
   EventLoop::SourceId deadlineTimer_ = 0;
   EventLoop::SourceId reloadTimer_ = 0;
@@ -131,6 +136,7 @@ class Daemon {
   std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
   std::optional<TimePoint> oldestSyncer_;  // entry time of the longest-waiting known syncer
   TimePoint lastDrain_{};                  // the trace pipe's drain timer
+  TimePoint tickStart_{}, tickSnapshot_{}, tickPlan_{};  // this tick's phases
   std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
   size_t cgroupsWatched_ = 0;
   std::string lastStatus_;

@@ -84,6 +84,10 @@ Status TraceFs::setBufferPercent(const std::string& instance, unsigned percent) 
   return writeInInstance(instance, tracefile::kBufferPercent, std::to_string(percent));
 }
 
+Status TraceFs::setTraceClock(const std::string& instance, const std::string& clock) {
+  return writeInInstance(instance, tracefile::kTraceClock, clock);
+}
+
 Result<UniqueFd> TraceFs::openPipe(const std::string& instance) {
   if (!validInstanceName(instance)) return Error{EINVAL, "bad tracefs instance name " + instance};
   std::string rel = instRel(instance) + "/" + tracefile::kTracePipe;

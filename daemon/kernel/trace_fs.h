@@ -20,6 +20,7 @@ inline constexpr const char* kTracePipe = "trace_pipe";
 inline constexpr const char* kBufferSizeKb = "buffer_size_kb";
 inline constexpr const char* kTracingOn = "tracing_on";
 inline constexpr const char* kBufferPercent = "buffer_percent";
+inline constexpr const char* kTraceClock = "trace_clock";
 }  // namespace tracefile
 
 inline constexpr const char* kDefaultTracefsRoot = "/sys/kernel/tracing";
@@ -42,6 +43,9 @@ class TraceFs {
   // 0: poll() on trace_pipe wakes on the first event (since 6.1 poll honours
   // buffer_percent, default 50). ENOENT on kernels without the file.
   virtual Status setBufferPercent(const std::string& instance, unsigned percent);
+  // "mono": event timestamps on CLOCK_MONOTONIC (steady_clock), one clock for every CPU's
+  // buffer (the default "local" is per CPU and not synchronised).
+  virtual Status setTraceClock(const std::string& instance, const std::string& clock);
   // instances/NAME/trace_pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC.
   virtual Result<UniqueFd> openPipe(const std::string& instance);
 

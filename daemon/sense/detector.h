@@ -34,6 +34,10 @@ struct DetectorTick {
   bool limitedDirty = false;
   // A boost is in force (its limit is lifted, so limitedDirty may be false because of it).
   bool boosted = false;
+  // The tick runs because an event changed the syncer set (tracefs enter/exit): plan the
+  // boost first; a /proc rescan due now waits for the next timer tick (rescanPending()),
+  // which comes within poll_interval_ms, so the invariant above still holds.
+  bool deferRescan = false;
 };
 
 class SyncDetector {
@@ -44,6 +48,9 @@ class SyncDetector {
   virtual void onReadable() {}
   virtual Status tick(const DetectorTick& t) = 0;
   virtual std::vector<Syncer> syncers() const = 0;
+  // A /proc rescan is still owed (deferred, or the first ticks): the caller keeps ticking
+  // at poll_interval_ms rather than its idle period.
+  virtual bool rescanPending() const { return false; }
   bool changed() {
     bool c = changed_;
     changed_ = false;

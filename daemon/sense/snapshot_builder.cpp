@@ -82,6 +82,7 @@ Status SnapshotBuilder::rescan(TimePoint now) {
   walk(*root, 0);
   root_.emplace(std::move(*root));
   if (sys_) devices_ = sys_->buildStack();
+  nextStackRebuild_ = now + options_.stackRebuildInterval;
   lastWalkCost_ = Clock::now() - started;
 
   // Young: cgroups this walk is the first to see (not at the very first walk: everything
@@ -166,12 +167,15 @@ bool SnapshotBuilder::noteSyncers(const std::vector<Syncer>& syncers, TimePoint 
   return namedUnlimited || (rescanWanted_ && now >= lastWalk_ + rescanGap());
 }
 
-Status SnapshotBuilder::refresh(TimePoint now) {
-  bool due = nextRescan_ == TimePoint{} || now >= nextRescan_;
-  if (!due && !rescanWanted_ && treeChanged()) rescanWanted_ = true;
+Status SnapshotBuilder::refresh(TimePoint now, bool walkIfDue) {
+  bool due = nextRescan_ == TimePoint{} || (walkIfDue && now >= nextRescan_);
+  if (walkIfDue && !due && !rescanWanted_ && treeChanged()) rescanWanted_ = true;
   if (!due && rescanWanted_ && now >= lastWalk_ + rescanGap()) due = true;
   if (due) {
     if (auto st = rescan(now); !st) return st;
+  } else if (sys_ && now >= nextStackRebuild_) {
+    devices_ = sys_->buildStack();
+    nextStackRebuild_ = now + options_.stackRebuildInterval;
   }
   states_.clear();
   anyLimitedDirty_ = false;
@@ -356,6 +360,12 @@ Result<std::unique_ptr<Sensors>> Sensors::open(const SenseRoots& roots,
   s->reason_ = std::move(choice->reason);
   SnapshotBuilderOptions bo;
   bo.minDirtyBytes = settings.minDirtyBytes;
+  // With tracefs the scheduled walk is only a safety net: tree changes are seen by the
+  // root's nr_descendants every tick, and a sync's writeback_queue names the cgroups it
+  // waits on (an old cgroup limited later is read then). A 1,000-cgroup walk every 30 s
+  // was most of the idle cost in the VM (issue 15). procfs keeps 30 s: its gate knows
+  // only the limits a walk has seen.
+  if (s->kind_ == DetectorKind::Tracefs) bo.treeRescanInterval = std::chrono::minutes(5);
   s->builder_ = std::make_unique<SnapshotBuilder>(*s->cgroups_, s->sys_.get(), bo);
   return s;
 }
@@ -365,12 +375,19 @@ Sensors::~Sensors() {
   detector_.reset();  // removes the tracefs instance while tracefs_ is still open
 }
 
-Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& boosted) {
+bool Sensors::quiet() {
+  if (!detector_->tick(DetectorTick{})) return false;
+  return detector_->syncers().empty() && !detector_->rescanPending() && !builder_->treeChanged();
+}
+
+Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& boosted,
+                               bool eventDriven) {
   builder_->setBoosted(boosted);
-  if (auto st = builder_->refresh(now); !st) return st.error();
+  if (auto st = builder_->refresh(now, !eventDriven); !st) return st.error();
   DetectorTick dt;
   dt.limitedDirty = builder_->anyLimitedDirty();
   dt.boosted = !boosted.empty();
+  dt.deferRescan = eventDriven;
   const TimePoint t0 = Clock::now();
   auto ticked = detector_->tick(dt);
   lastDetectorTime_ = Clock::now() - t0;
@@ -379,7 +396,7 @@ Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& booste
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.
   if (builder_->noteSyncers(syncers, now)) {
-    if (auto st = builder_->refresh(now); !st) return st.error();
+    if (auto st = builder_->refresh(now, !eventDriven); !st) return st.error();
   }
   return builder_->assemble(std::move(syncers), now);
 }

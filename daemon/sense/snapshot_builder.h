@@ -2,16 +2,17 @@
 #pragma once
 // Builds the planner's Snapshot (policy/model/snapshot.h) from the adapters.
 //
-// Cost model (10,000 cgroups): a slow full walk (every `treeRescanInterval`, or after
-// invalidate()) opens every cgroup directory and reads its io.max; the device stack is
-// rebuilt then too. Every build() (each tick) re-reads io.max and memory.stat only of the
-// cgroups that matter: those with a finite write limit (wbps/wiops) and their descendants
-// (effective limit finite), plus their ancestors and the syncers' cgroups + ancestors
-// (io.max only). Idle cost with no limits anywhere: one read of the root's cgroup.stat per
-// tick.
+// Cost model (10,000 cgroups): a slow full walk (every `treeRescanInterval`: 30 s, 5 min with
+// tracefs; or after invalidate()) opens every cgroup directory and reads its io.max; the
+// device stack is rebuilt then and every `stackRebuildInterval` (30 s). Every build() (each tick)
+// re-reads io.max and memory.stat only of the cgroups that matter: those with a finite write limit
+// (wbps/wiops) and their descendants (effective limit finite), plus their ancestors and the
+// syncers' cgroups + ancestors (io.max only). Idle cost with no limits anywhere: one read of the
+// root's cgroup.stat per tick.
 //
 // Cgroups created between walks (a transient unit with its own IOWriteBandwidthMax=, a
-// mkdir + io.max write) are learnt within about a second, not at the next 30 s walk:
+// mkdir + io.max write) are learnt at the next tick (with tracefs idle every 5 s, but a sync's
+// event tick refreshes at once), not at the next scheduled walk:
 //   - tree changed: the root's cgroup.stat nr_descendants differs from its value at the
 //     last walk (mkdir or rmdir anywhere below; one small read per tick, both detectors);
 //   - a syncer's cgroup, or a cgroup inode a syncer waits on (tracefs writeback_queue
@@ -55,6 +56,9 @@ namespace cxiosync {
 
 struct SnapshotBuilderOptions {
   std::chrono::milliseconds treeRescanInterval{30000};
+  // The block device stack (loop -> backing file's disk, dm/md -> slaves) is rebuilt this
+  // often even when the walk is rarer (Sensors: tracefs walks every kTracefsTreeRescan).
+  std::chrono::milliseconds stackRebuildInterval{30000};
   // Triggered walks (tree changed, unknown syncer cgroup or inode, gone cgroup): at most
   // one per rescanGap() = max(this, walkCostFactor x the last walk's wall time).
   std::chrono::milliseconds minRescanGap{1000};
@@ -84,8 +88,10 @@ class SnapshotBuilder {
   // subtrees (skipping a subtree whose top holds less than minDirtyBytes: memory.stat is
   // hierarchical). Runs rescan() when due: scheduled, invalidated, or triggered (tree
   // changed, noteSyncers(), gone cgroups) and minRescanGap since the last walk. Gone
-  // cgroups are dropped silently (and trigger a rescan).
-  Status refresh(TimePoint now);
+  // cgroups are dropped silently (and trigger a rescan). `walkIfDue` false (a sync's event
+  // tick): only a walk noteSyncers() or a gone cgroup asked for; a scheduled walk or a tree
+  // change waits for the next timer tick (a 1,000-cgroup walk took ~340 ms in the VM).
+  Status refresh(TimePoint now, bool walkIfDue = true);
   // Holders whose io.max is lifted now: their subtrees' memory.stat is read as under a limit
   // (a lifted io.max reads "max", or nothing at all once every key is max).
   void setBoosted(std::set<CgroupPath> boosted) { boosted_ = std::move(boosted); }
@@ -112,11 +118,11 @@ class SnapshotBuilder {
   // The current minimum time between a walk and a triggered one.
   std::chrono::nanoseconds rescanGap() const;
   const DeviceStack& devices() const { return devices_; }
+  // One read of the root's cgroup.stat: true when nr_descendants differs from the walk's.
+  bool treeChanged() const;
 
  private:
   void walk(const CgroupDir& dir, int depth);
-  // One read of the root's cgroup.stat: true when nr_descendants differs from the walk's.
-  bool treeChanged() const;
   // refresh()'s steps, in order. `sawGone`: a cgroup vanished under us (ask for a walk).
   void readYoungLimits(TimePoint now);    // a limit written after the walk found them
   void readLimits(bool& sawGone);         // fresh io.max of every cgroup that has a line
@@ -126,6 +132,7 @@ class SnapshotBuilder {
   const SysBlock* sys_;
   SnapshotBuilderOptions options_;
   TimePoint nextRescan_{};
+  TimePoint nextStackRebuild_{};
   // From the last walk: cgroups with any io.max line (and their inode), all inodes.
   std::map<CgroupPath, std::vector<IoMaxEntry>> limited_;  // any io.max line
   std::map<CgroupPath, CgroupState> states_;               // from the last refresh()
@@ -183,7 +190,14 @@ class Sensors {
   void onReadable() { detector_->onReadable(); }
   // Detector tick (told the last snapshot's anyLimitedDirty() and whether a boost is in
   // force, see DetectorTick) + build(). `boosted`: the holders whose limits are lifted now.
-  Result<Snapshot> tick(TimePoint now, const std::set<CgroupPath>& boosted = {});
+  // `eventDriven`: the tick follows a trace event (DetectorTick::deferRescan).
+  Result<Snapshot> tick(TimePoint now, const std::set<CgroupPath>& boosted = {},
+                        bool eventDriven = false);
+  // The cheap half of an idle tick (tracefs only: procfs must scan to see a sync; nothing
+  // known, nothing boosted): the detector's
+  // tick (drain, reconcile) and the root's nr_descendants. True when a full tick has nothing
+  // new to plan: no syncer, no rescan owed, the cgroup tree unchanged since the last walk.
+  bool quiet();
   // Wall time of the last tick's detector part (drain, reconcile, /proc rescan), for the
   // daemon's slow-tick log line.
   std::chrono::nanoseconds lastDetectorTime() const { return lastDetectorTime_; }

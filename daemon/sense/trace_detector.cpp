@@ -16,9 +16,6 @@ namespace cxiosync {
 namespace {
 
 constexpr uint64_t kMsSync = 4;
-// Ticks after construction that rescan /proc whatever else: a caller that was running (R)
-// at start()'s scan, so /proc/TID/syscall said "running", is blocked in D a moment later.
-constexpr unsigned kStartupRescans = 5;
 
 // msync's enter line: "sys_msync(start: 7f.., len: 1000, flags: 4)". nullopt if absent.
 std::optional<uint64_t> flagsArg(std::string_view line) {
@@ -115,6 +112,10 @@ Result<std::unique_ptr<TraceDetector>> TraceDetector::start(TraceFs& tracefs, co
   if (auto st = tracefs.setBufferPercent(name, 0); !st && st.error().code != ENOENT) {
     return st.error();
   }
+  // One clock for every CPU's buffer, and the kernel's event time on our steady_clock (the
+  // detection-to-boost split). Without it ("local", the default) nothing breaks: reconcile()
+  // already overrules misordered exits, and the split leaves out the kernel's part.
+  det->monoClock_ = static_cast<bool>(tracefs.setTraceClock(name, "mono"));
   for (const auto& ev : eventsFor(det->options_.watchFsync)) {
     if (auto st = tracefs.setEventEnabled(name, ev, true); !st) return st.error();
   }
@@ -174,7 +175,10 @@ void TraceDetector::feedLine(std::string_view line) {
         auto flags = flagsArg(line);
         if (flags && (*flags & kMsSync) == 0) return;
       }
-      onEnter(ev->tid, ev->comm, *sc, ev->fd);
+      std::optional<TimePoint> at;
+      if (monoClock_ && ev->timestampUsec)
+        at = TimePoint(std::chrono::microseconds(ev->timestampUsec));
+      onEnter(ev->tid, ev->comm, *sc, ev->fd, at);
       return;
     }
     case TraceEvent::Kind::SyscallExit: {
@@ -197,7 +201,7 @@ void TraceDetector::feedLine(std::string_view line) {
 }
 
 void TraceDetector::onEnter(int64_t tid, const std::string& comm, SyncSyscall sc,
-                            std::optional<int64_t> fd) {
+                            std::optional<int64_t> fd, std::optional<TimePoint> at) {
   // Read the thread's identity now, while it is (very likely) still inside the syscall.
   auto stat = proc_.readThreadStat(tid);
   if (!stat) return;  // already gone: its exit (if any) follows and is ignored
@@ -213,6 +217,7 @@ void TraceDetector::onEnter(int64_t tid, const std::string& comm, SyncSyscall sc
   s.cgroup = **cg;
   s.syscall = sc;
   s.since = Clock::now();
+  if (at && *at <= s.since) s.entered = at;
   if (fd && takesFd(sc)) {
     auto dev = proc_.fdDevice(tid, *fd);
     if (dev) s.targetDevice = *dev;
@@ -322,6 +327,13 @@ size_t TraceDetector::rescanProc() {
 Status TraceDetector::tick(const DetectorTick& t) {
   drain();
   auto st = reconcile();
+  // An event-driven tick (a sync just entered) plans without walking every thread of the
+  // system first: that walk was most of the detection-to-boost time (issue 15, VM: tens of
+  // ms under TCG). The timer tick that follows within poll_interval_ms does it.
+  if (t.deferRescan) {
+    if (t.boosted) rescanDue_ = true;
+    return st;
+  }
   const bool startup = startupTicks_ < kStartupRescans;
   if (startup) ++startupTicks_;
   const TimePoint now = Clock::now();

@@ -77,6 +77,12 @@ class TraceDetector : public SyncDetector {
   // (something known or boosted, an exit since the last tick, the first ticks).
   Status tick(const DetectorTick& t) override;
   std::vector<Syncer> syncers() const override;
+  bool rescanPending() const override {
+    return rescanDue_ || !tracked_.empty() || startupTicks_ < kStartupRescans;
+  }
+  // Ticks after construction that rescan /proc whatever else: a caller that was running (R)
+  // at start()'s scan, so /proc/TID/syscall said "running", is blocked in D a moment later.
+  static constexpr unsigned kStartupRescans = 5;
 
   // Reads everything available from the pipe (non-blocking) and feeds it line by line.
   // Returns the number of complete lines processed.
@@ -107,7 +113,8 @@ class TraceDetector : public SyncDetector {
     uint64_t startTimeTicks = 0;
     bool byRescan = false;  // found in /proc, its enter event not (yet) read
   };
-  void onEnter(int64_t tid, const std::string& comm, SyncSyscall sc, std::optional<int64_t> fd);
+  void onEnter(int64_t tid, const std::string& comm, SyncSyscall sc, std::optional<int64_t> fd,
+               std::optional<TimePoint> at);
   void onExit(int64_t tid, SyncSyscall sc);
   void onWritebackQueue(int64_t tid, uint64_t cgroupIno, DevNum bdi);
   void onWritebackStart(std::string_view line);
@@ -129,6 +136,7 @@ class TraceDetector : public SyncDetector {
   uint64_t lines_ = 0;
   uint64_t exitsOverruled_ = 0;
   uint64_t foundByRescan_ = 0;
+  bool monoClock_ = false;  // trace_clock is "mono": event timestamps are steady_clock
   bool rescanDue_ = false;  // an exit since the last rescan: a misordered enter may hide
   TimePoint lastRescan_{};
   unsigned startupTicks_ = 0;

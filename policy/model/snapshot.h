@@ -29,6 +29,9 @@ struct Syncer {
   CgroupPath cgroup;
   SyncSyscall syscall = SyncSyscall::Sync;
   TimePoint since{};  // when the syscall was entered (or first seen, for procfs)
+  // tracefs with trace_clock "mono": the kernel's timestamp of the enter event (since is
+  // when the daemon read it). Diagnostics only (the detection-to-boost split).
+  std::optional<TimePoint> entered;
   // syncfs/fsync family: the device of the file's filesystem, when known. sync: nullopt.
   std::optional<DevNum> targetDevice;
   // tracefs writeback_queue reason=sync: the cgroups (by inode) whose writeback this sync

@@ -117,6 +117,28 @@ TEST_F(SyncerInvariantTest, SensorsKeepTheSyncerWhoseBoostLiftedTheOnlyDirtyLimi
   }
 }
 
+// An idle tick only looks (issue 15, idle cost): quiet() while nothing syncs and the tree is
+// as walked; a cgroup made since the walk (cgroup.stat's nr_descendants) asks for a full one.
+TEST_F(SyncerInvariantTest, SensorsQuietUntilTheCgroupTreeChanges) {
+  FakeTree cgroups, sys, tracefs;
+  proc.remove("133");
+  proc.file("self/mountinfo", "");
+  cgroups.file("cgroup.controllers", "io memory\n");
+  cgroups.file("cgroup.stat", "nr_descendants 1\nnr_dying_descendants 0\n");
+  cgroups.file("cg1/io.max", "8:0 rbps=max wbps=1048576 riops=max wiops=max\n");
+  cgroups.file("cg1/memory.stat", "file_dirty 0\nfile_writeback 0\n");
+  SenseRoots roots{cgroups.root(), proc.root(), sys.root(), tracefs.root()};
+  GlobalSettings settings;
+  settings.detector = DetectorKind::Procfs;
+  auto sensors = Sensors::open(roots, settings);
+  ASSERT_TRUE(sensors.ok()) << sensors.error().message;
+  ASSERT_TRUE((*sensors)->tick(Clock::now()).ok());
+  EXPECT_TRUE((*sensors)->quiet());
+  cgroups.file("cg2/io.max", "");
+  cgroups.file("cgroup.stat", "nr_descendants 2\nnr_dying_descendants 0\n");
+  EXPECT_FALSE((*sensors)->quiet());
+}
+
 // Per-CPU buffers merged by unsynchronised clocks: the exit of call 1 read after the enter
 // of call 2 (same thread). /proc shows it blocked in sync: it stays.
 TEST_F(SyncerInvariantTest, TraceExitReadAfterTheNextEnterDoesNotDropTheCaller) {
@@ -172,6 +194,27 @@ TEST_F(SyncerInvariantTest, TraceTickFindsAnUnreadEnterWhileSomethingIsKnownOrBo
   det->feedLine(line("dd", 150, "sys_syncfs(fd: 3)"));
   EXPECT_EQ(det->syncers()[1].since, since);
   EXPECT_FALSE(det->changed());
+}
+
+// An event-driven tick (a sync just entered: plan its boost first) defers the /proc rescan
+// an exit made due; the detector says so until a timer tick has run it, so the daemon keeps
+// ticking at the poll period instead of its idle period (issue 15, detection latency).
+TEST_F(SyncerInvariantTest, TraceEventTickDefersTheRescanToTheNextTimerTick) {
+  auto det = settled();
+  EXPECT_FALSE(det->rescanPending());
+  addThread(proc, 133, 133, "sync", 'R', "running\n", "/cg3");
+  det->feedLine(line("worker", 133, "sys_sync()"));
+  det->feedLine(line("worker", 133, "sys_sync -> 0x0"));
+  EXPECT_TRUE(det->syncers().empty());
+  addThread(proc, 133, 133, "sync", 'D', procSyscallLine(162), "/cg3");
+  DetectorTick urgent;
+  urgent.deferRescan = true;
+  ASSERT_TRUE(det->tick(urgent).ok());
+  EXPECT_TRUE(det->syncers().empty());  // not walked on the event's tick
+  EXPECT_TRUE(det->rescanPending());
+  ASSERT_TRUE(det->tick(DetectorTick{}).ok());
+  EXPECT_EQ(tids(det->syncers()), (std::vector<int64_t>{133}));
+  EXPECT_EQ(det->foundByRescan(), 1u);
 }
 
 // A caller already inside sync() and running when the detector starts: its enter event

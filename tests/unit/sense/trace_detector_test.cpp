@@ -228,6 +228,7 @@ class FakeKernelTraceFs : public TraceFs {
     tree_.file(base + "/buffer_size_kb", "");
     tree_.file(base + "/tracing_on", "");
     tree_.file(base + "/buffer_percent", "");
+    tree_.file(base + "/trace_clock", "");
     for (const auto& e : events_) tree_.file(base + "/events/" + e + "/enable", "");
     tree_.file(base + "/trace_pipe", pipeContent);
     return Ok{};
@@ -267,6 +268,7 @@ TEST_F(TraceInstanceTest, StartEnablesEventsReadsPipeAndRemovesOnExit) {
     const std::string base = "instances/cxiosync-test/";
     EXPECT_EQ(tracefs.read(base + "buffer_size_kb"), "256");
     EXPECT_EQ(tracefs.read(base + "buffer_percent"), "0");
+    EXPECT_EQ(tracefs.read(base + "trace_clock"), "mono");
     EXPECT_EQ(tracefs.read(base + "events/syscalls/sys_enter_sync/enable"), "1");
     EXPECT_EQ(tracefs.read(base + "events/writeback/writeback_queue/enable"), "1");
     EXPECT_EQ(tracefs.read(base + "events/writeback/writeback_start/enable"), "1");

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Guest half of the detection-to-boost and idle-cost benchmark (issue 15, items 4 and 5),
+# run by boost_latency.py through tests/vm/vmrun.py. For each daemon binary in
+# LAT_DAEMONS ("NAME=PATH ...", default the build dir's cxiosyncd as "after"), one after
+# the other in this boot so their numbers share the guest's load:
+#   latency: cg1 (io.max wbps=1 MiB/s) holds LAT_MIB MiB fresh dirty data, a persistent
+#   python3 in cg2 stamps the wall clock right before each sync(2) (process start-up not
+#   counted); LAT_N syncs (default 100). The daemon's log (debug) has the boost lines and,
+#   when the binary writes it, the per-phase "boost latency" line. The host pairs them.
+#   idle: IDLE_CGROUPS cgroups (default 1000) below /idle, IDLE_LIMITED (50) of them with
+#   an io.max write limit, nothing dirty, nothing syncing; the daemon's CPU time (sum of
+#   its threads' /proc/PID/task/TID/schedstat run time, ns; /proc/PID/stat utime+stime as
+#   a cross-check, 10 ms ticks) over IDLE_SECONDS (default 40) after a settle time.
+. "$CXVM_LIB"
+. "$CXVM_DIR/scenarios/daemon_common.inc"
+N=${LAT_N:-100}
+MIB=${LAT_MIB:-2}
+DAEMONS=${LAT_DAEMONS:-after=$CXIOSYNC_BUILD_DIR/daemon/cxiosyncd}
+IDLE_CGROUPS=${IDLE_CGROUPS:-1000}
+IDLE_LIMITED=${IDLE_LIMITED:-50}
+IDLE_SECONDS=${IDLE_SECONDS:-40}
+LIMIT="wbps=1048576"
+mnt=$CXVM_SCRATCH_MNT
+cxvm_cgroup_setup
+cxvm_cg_create cg1 cg2
+cxvm_io_max cg1 "$LIMIT"
+limited_line=$(cxd_io_max cg1)
+cxvm_result n "$N"
+cxvm_result lat_mib "$MIB"
+names=()
+
+cpu_ns() { # PID: run time of all its threads, ns
+	local t s=0 ns
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r ns _ <"$t" && s=$((s + ns))
+	done
+	echo "$s"
+}
+cpu_ticks_ms() {
+	local hz
+	hz=$(getconf CLK_TCK)
+	awk -v hz="$hz" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' "/proc/$1/stat"
+}
+
+latency_run() { # NAME
+	local name=$1 stamps fifo py i
+	stamps=$CXVM_OUT/stamps-$name.txt
+	: >"$stamps"
+	cxd_start --detector=tracefs
+	fifo=/tmp/lat-go-$name
+	mkfifo "$fifo"
+	cxvm_cg_spawn cg2 /usr/bin/python3 -c 'import os, sys, time
+with open(sys.argv[2], "a") as out:
+    for _ in open(sys.argv[1]):
+        t0 = time.time() * 1000
+        os.sync()
+        out.write("%d %.1f %.1f\n" % (os.getpid(), t0, time.time() * 1000))
+        out.flush()' "$fifo" "$stamps"
+	py=$!
+	exec 3>"$fifo"
+	for i in $(seq "$N"); do
+		cxvm_dirty cg1 "$mnt/lat-$i" "$MIB"
+		cxvm_wait_dirty cg1 $((MIB * 1048576 * 3 / 4)) 5 || cxvm_log "sync $i: cg1 dirty not seen"
+		echo go >&3
+		for _ in $(seq 600); do [ "$(wc -l <"$stamps")" -ge "$i" ] && break; sleep 0.05; done
+		# The boost has ended before the next round (restore follows the sync's exit).
+		cxd_wait_io_max cg1 "$limited_line" 3 || cxvm_log "sync $i: limit not restored in 3 s"
+		rm -f "$mnt/lat-$i"
+	done
+	exec 3>&-
+	wait "$py"
+	rm -f "$fifo"
+	cxvm_result "cpu_ms_latency_$name" "$(cpu_ticks_ms "$CXD_PID")"
+	cxd_stop
+	cxvm_log "$name: $(wc -l <"$stamps") syncs, $(grep -c 'action=boost ' "$CXD_LOG") boosts"
+}
+
+idle_tree() { # 1000 cgroups in one python3: a bash mkdir loop forks 1000 times under TCG
+	python3 - "$CXVM_CGROOT/idle" "$IDLE_CGROUPS" "$IDLE_LIMITED" "$CXVM_SCRATCH_MAJMIN" <<'EOF'
+import os, sys
+root, n, limited, dev = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+os.mkdir(root)
+open(root + "/cgroup.subtree_control", "w").write("+io +memory")
+groups = max(1, n // 100)
+made = 0
+for g in range(groups):
+    gp = "%s/g%02d" % (root, g)
+    os.mkdir(gp)
+    open(gp + "/cgroup.subtree_control", "w").write("+io +memory")
+    made += 1
+every = max(1, (n - groups) // max(1, limited))
+k = 0
+while made < n:
+    p = "%s/g%02d/c%04d" % (root, k % groups, k)
+    os.mkdir(p)
+    if k % every == 0 and limited > 0:
+        open(p + "/io.max", "w").write("%s wbps=1048576" % dev)
+        limited -= 1
+    made += 1
+    k += 1
+EOF
+}
+
+idle_run() { # NAME
+	local name=$1 n0 n1 t0 t1 c0 c1
+	cxd_start --detector=tracefs
+	sleep 5 # the first walks and the startup rescans
+	n0=$(cpu_ns "$CXD_PID") t0=$(cxvm_now_ms) c0=$(cpu_ticks_ms "$CXD_PID")
+	sleep "$IDLE_SECONDS"
+	n1=$(cpu_ns "$CXD_PID") t1=$(cxvm_now_ms) c1=$(cpu_ticks_ms "$CXD_PID")
+	cxvm_result "idle_cpu_ns_$name" $((n1 - n0))
+	cxvm_result "idle_cpu_ticks_ms_$name" $((c1 - c0))
+	cxvm_result "idle_wall_ms_$name" $((t1 - t0))
+	cxvm_result "idle_rss_kb_$name" "$(awk '/^VmRSS:/ {print $2}' "/proc/$CXD_PID/status")"
+	cxd_stop
+	cxvm_log "$name idle: $(((n1 - n0) / 1000)) us CPU in $((t1 - t0)) ms"
+}
+
+for spec in $DAEMONS; do
+	name=${spec%%=*}
+	CXD_BIN=${spec#*=}
+	[ -x "$CXD_BIN" ] || cxvm_fail "no daemon binary $CXD_BIN"
+	CXD_LOG=$CXVM_OUT/daemon-$name.log
+	names+=("\"$name\"")
+	latency_run "$name"
+done
+idle_tree
+cxvm_result idle_cgroups "$(find "$CXVM_CGROOT" -mindepth 1 -type d | wc -l)"
+cxvm_result idle_limited "$(grep -l wbps "$CXVM_CGROOT"/idle/*/*/io.max "$CXVM_CGROOT"/cg1/io.max | wc -l)"
+for spec in $DAEMONS; do
+	name=${spec%%=*}
+	CXD_BIN=${spec#*=}
+	CXD_LOG=$CXVM_OUT/daemon-idle-$name.log
+	idle_run "$name"
+done
+cxvm_result daemons "[$(IFS=,; echo "${names[*]}")]"
+cxvm_log ok
