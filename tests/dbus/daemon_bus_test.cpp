@@ -27,12 +27,14 @@
 #include "dbus/client.h"
 #include "dbus/sdbus_compat.h"
 #include "policy/bytes_text.h"
+#include "tests/dbus/fake_proc.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 using namespace cxiosync;
 namespace fs = std::filesystem;
+using namespace cxiosync::fakeproc;
 namespace compat = cxiosync::dbus::compat;
 
 const std::string kCtl = CXIOSYNC_CTL_PATH;
@@ -92,35 +94,6 @@ RunResult run(const std::vector<std::string>& argv, const std::string& tmp) {
   r.err = slurp(e);
   return r;
 }
-
-// A thread of a fake /proc as the procfs detector reads it (daemon/kernel/proc_fs.cpp):
-// /proc/PID/{stat,...} and /proc/PID/task/TID/{stat,syscall,cgroup,status}.
-void addProcThread(const fs::path& proc, int pid, const std::string& comm, char state,
-                   long syscallNr, const std::string& cgroup) {
-  const std::string id = std::to_string(pid);
-  std::string stat = id + " (" + comm + ") " + state + " 1 " + id + " " + id + " 0 -1 4194560";
-  for (int f = 10; f <= 21; ++f) stat += " 0";
-  stat += " 1000";
-  for (int f = 23; f <= 52; ++f) stat += " 0";
-  char sc[128];
-  std::snprintf(sc, sizeof sc, "%ld 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffd0000 0x7f000000\n", syscallNr);
-  for (const fs::path& base : {proc / id / "task" / id, proc / id}) {
-    fs::create_directories(base);
-    std::ofstream(base / "stat") << stat << "\n";
-    std::ofstream(base / "syscall") << sc;
-    std::ofstream(base / "cgroup") << "0::" << cgroup << "\n";
-    std::ofstream(base / "status")
-        << "Name:\t" << comm << "\nTgid:\t" << id << "\nPid:\t" << id << "\n";
-  }
-}
-
-#if defined(__x86_64__)
-constexpr long kSyncNr = 162;
-#elif defined(__aarch64__)
-constexpr long kSyncNr = 81;
-#else
-constexpr long kSyncNr = -1;  // the test that needs it skips
-#endif
 
 bool validUtf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
@@ -461,7 +434,6 @@ TEST_F(RealDaemon, UnreadableStateEntryIsSkippedNotFatal) {
 // fail for every caller ("Failed to serialize a string value") and metrics.prom unparsable.
 // Now every one answers, with the bytes as \xNN text, and the escaped name works as input.
 TEST_F(RealDaemon, NamesThatAreNotUtf8ComeBackEscapedEverywhere) {
-  if (kSyncNr < 0) GTEST_SKIP() << "no sync(2) number for this architecture";
   const std::string ff = "\xff";
   fs::create_directory(tmp_ / "cg" / ff);
   // 14 bytes: the boost this test provokes writes "8:0 wbps=max\n" over it without truncating

@@ -33,6 +33,7 @@
 #include "dbus/client.h"
 #include "dbus/sdbus_compat.h"
 #include "tests/dbus/bus_fixture.h"
+#include "tests/dbus/fake_proc.h"
 #include "tests/dbus/hung_fuse.h"
 
 namespace {
@@ -40,6 +41,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace cxiosync;
 namespace fs = std::filesystem;
+using namespace cxiosync::fakeproc;
 namespace compat = cxiosync::dbus::compat;
 using Clock = std::chrono::steady_clock;
 
@@ -51,13 +53,6 @@ std::string daemonPath() {
   return e && *e ? e : CXIOSYNC_DAEMON_PATH;
 }
 
-#if defined(__x86_64__)
-constexpr long kSyncNr = 162;
-#elif defined(__aarch64__)
-constexpr long kSyncNr = 81;
-#else
-constexpr long kSyncNr = -1;
-#endif
 constexpr int kDetaches = 40;
 const std::string kLimited = "8:0 wbps=1000\n";  // 14 bytes, see daemon_bus_test.cpp
 
@@ -71,29 +66,11 @@ std::string slurp(const fs::path& p) {
 std::string whyNot() {
   if (std::getenv("CXIOSYNC_SKIP_HOST_LOOP")) return "CXIOSYNC_SKIP_HOST_LOOP is set";
   if (geteuid() != 0) return "needs root (loop devices, a FUSE mount)";
-  if (kSyncNr < 0) return "no sync(2) number for this architecture";
   int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
   if (fd < 0) return "/dev/loop-control unusable";
   close(fd);
   if (access("/dev/fuse", R_OK | W_OK) != 0) return "no /dev/fuse";
   return {};
-}
-
-// A thread of the fake /proc in sync(2) (as daemon_bus_test.cpp's addProcThread).
-void addSyncer(const fs::path& proc, int pid, const std::string& cgroup) {
-  const std::string id = std::to_string(pid);
-  std::string stat = id + " (syncer) D 1 " + id + " " + id + " 0 -1 4194560";
-  for (int f = 10; f <= 21; ++f) stat += " 0";
-  stat += " 1000";
-  for (int f = 23; f <= 52; ++f) stat += " 0";
-  for (const fs::path& base : {proc / id / "task" / id, proc / id}) {
-    fs::create_directories(base);
-    std::ofstream(base / "stat") << stat << "\n";
-    std::ofstream(base / "syscall")
-        << kSyncNr << " 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffd0000 0x7f000000\n";
-    std::ofstream(base / "cgroup") << "0::" << cgroup << "\n";
-    std::ofstream(base / "status") << "Name:\tsyncer\nTgid:\t" << id << "\nPid:\t" << id << "\n";
-  }
 }
 
 // How long until pred() holds (polled every 5 ms); nullopt after `limit`.

@@ -30,6 +30,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include "dbus/sdbus_compat.h"
+#include "tests/dbus/fake_proc.h"
 #include "tests/hostile/harness.h"
 
 namespace {
@@ -37,6 +38,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace cxiosync::hostile;
 namespace fs = std::filesystem;
+using namespace cxiosync::fakeproc;
 namespace compat = cxiosync::dbus::compat;
 using Opts = std::map<std::string, sdbus::Variant>;
 
@@ -328,34 +330,7 @@ TEST_F(BoundedWaiting, LoopSetupPinsABoundedNumberOfFds) {
   EXPECT_EQ(h_->stopDaemon(), 0);
 }
 
-#if defined(__x86_64__)
-constexpr long kSyncNr = 162;
-#elif defined(__aarch64__)
-constexpr long kSyncNr = 81;
-#else
-constexpr long kSyncNr = -1;
-#endif
-
-// A thread of a fake /proc in sync(2) (the procfs detector's view: daemon/kernel/proc_fs.cpp).
-void addSyncer(const fs::path& proc, int pid, const std::string& cgroup) {
-  const std::string id = std::to_string(pid);
-  std::string stat = id + " (syncer) D 1 " + id + " " + id + " 0 -1 4194560";
-  for (int f = 10; f <= 21; ++f) stat += " 0";
-  stat += " 1000";
-  for (int f = 23; f <= 52; ++f) stat += " 0";
-  char sc[128];
-  std::snprintf(sc, sizeof sc, "%ld 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffd0000 0x7f000000\n", kSyncNr);
-  for (const fs::path& base : {proc / id / "task" / id, proc / id}) {
-    fs::create_directories(base);
-    std::ofstream(base / "stat") << stat << "\n";
-    std::ofstream(base / "syscall") << sc;
-    std::ofstream(base / "cgroup") << "0::" << cgroup << "\n";
-    std::ofstream(base / "status") << "Name:\tsyncer\nTgid:\t" << id << "\nPid:\t" << id << "\n";
-  }
-}
-
 TEST_F(BoundedWaiting, LosingTheBusRestoresEveryBoostAndExitsThree) {
-  if (kSyncNr < 0) GTEST_SKIP() << "no sync(2) number for this architecture";
   const fs::path dirty = h_->cg() / "dirty.slice";
   fs::create_directory(dirty);
   // 15 bytes, longer than the boost's "8:0 wbps=max\n": a plain file is not truncated.
