@@ -48,14 +48,7 @@ latency_run() { # NAME
 	: >"$stamps"
 	cxd_start --detector=tracefs
 	fifo=/tmp/lat-go-$name
-	mkfifo "$fifo"
-	cxvm_cg_spawn cg2 /usr/bin/python3 -c 'import os, sys, time
-with open(sys.argv[2], "a") as out:
-    for _ in open(sys.argv[1]):
-        t0 = time.time() * 1000
-        os.sync()
-        out.write("%d %.1f %.1f\n" % (os.getpid(), t0, time.time() * 1000))
-        out.flush()' "$fifo" "$stamps"
+	cxvm_stamped_syncer cg2 "$fifo" "$stamps"
 	py=$!
 	exec 3>"$fifo"
 	for i in $(seq "$N"); do

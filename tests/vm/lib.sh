@@ -95,6 +95,21 @@ cxvm_cg_spawn() {
 	(echo "$BASHPID" >"$(cxvm_cg_path "$cg")/cgroup.procs" && exec "$@") &
 }
 
+# cxvm_stamped_syncer CG FIFO STAMPS: a persistent python3 in CG calls sync(2) once per line
+# written to FIFO (made here) and appends "PID T0_MS T1_MS" (wall clock right before and after
+# the call) to STAMPS, so process start-up is not timed. Background; its PID is in $!. Open
+# the FIFO for writing afterwards (exec 3>FIFO) and close it to end the syncer.
+cxvm_stamped_syncer() {
+	mkfifo "$2"
+	cxvm_cg_spawn "$1" /usr/bin/python3 -c 'import os, sys, time
+with open(sys.argv[2], "a") as out:
+    for _ in open(sys.argv[1]):
+        t0 = time.time() * 1000
+        os.sync()
+        out.write("%d %.1f %.1f\n" % (os.getpid(), t0, time.time() * 1000))
+        out.flush()' "$2" "$3"
+}
+
 # cxvm_dirty CG FILE MIB: a writer in CG dirties MIB MiB of page cache (no fsync).
 cxvm_dirty() {
 	cxvm_cg_run "$1" dd if=/dev/zero of="$2" bs=1M count="$3" status=none ||
