@@ -37,7 +37,7 @@ const Option* find(const Spec& s, const std::string& key) {
 }
 
 // An explicit backend and the options it cannot have (docs/dbus-api.md, LoopSetup options):
-// kernel with more than one worker or an nbd_timeout; nbd with offset, size_limit,
+// kernel with more than one worker, an nbd_timeout or a server_cgroup; nbd with offset, size_limit,
 // autoclear, partscan or queue_depth. Bad values, refused before authorization. With "auto"
 // only the daemon can tell (it depends on direct I/O), so nothing is refused for it.
 bool backendCombinationValid(const Spec& s) {
@@ -51,7 +51,8 @@ bool backendCombinationValid(const Spec& s) {
     const Option* o = find(s, key);
     return o && o->b;
   };
-  if (b == "kernel") return num("workers") <= 1 && num("nbd_timeout") == 0;
+  if (b == "kernel")
+    return num("workers") <= 1 && num("nbd_timeout") == 0 && !find(s, "server_cgroup");
   if (b == "nbd")
     return num("offset") == 0 && num("size_limit") == 0 && !on("autoclear") && !on("partscan") &&
            num("queue_depth") == 0;
@@ -69,6 +70,7 @@ bool optionsValid(const Spec& s) {
     if (s.method != "LoopSetup") continue;
     if (o.key == "direct_io" && o.s != "auto" && o.s != "on" && o.s != "off") return false;
     if (o.key == "backend" && o.s != "auto" && o.s != "kernel" && o.s != "nbd") return false;
+    if (o.key == "server_cgroup" && o.s != "caller" && o.s != "daemon") return false;
     if (o.key == "workers" && o.n > 16) return false;
     // The documented upper bound is the loop module's hw_queue_depth, which the device checks
     // (after authorization); what no module can have (above 65536) is refused before it.

@@ -205,6 +205,7 @@ void scriptedOptions(std::vector<Spec>& out) {
   wrongTypes(out, "LoopSetup", "backend", "s", rng);
   wrongTypes(out, "LoopSetup", "workers", "u", rng);
   wrongTypes(out, "LoopSetup", "queue_depth", "u", rng);
+  wrongTypes(out, "LoopSetup", "server_cgroup", "s", rng);
   wrongTypes(out, "SetQueueDepth", "force", "b", rng);
   const std::vector<Named> keys = {
       {"Interactive", "key case"},
@@ -252,6 +253,26 @@ void scriptedLoopBackends(std::vector<Spec>& out) {
       if (c == '\0') c = '0';
     Spec s = make("LoopSetup", "backend '" + shown + "' (" + std::to_string(v.size()) + " bytes)");
     s.options.push_back(stringOption("backend", v));
+    out.push_back(std::move(s));
+  }
+  // A backing that is no file, with the nbd backend: InvalidArgument on every machine, not
+  // NotSupported where nbd is missing (the backend used to be chosen before the fd was looked at).
+  for (FdKind k : {FdKind::Socket, FdKind::OPath, FdKind::PipeRead, FdKind::DevNull}) {
+    Spec s = make("LoopSetup", "backend nbd on a backing that is no file");
+    s.fd = k;
+    s.options.push_back(stringOption("backend", "nbd"));
+    out.push_back(std::move(s));
+  }
+  // server_cgroup (whose cgroup runs an nbd server): only "caller" or "daemon", never with
+  // the kernel backend.
+  for (const std::string& v :
+       std::vector<std::string>{"caller", "daemon", "Caller", "", "tenant", "/", "../..",
+                                std::string("caller\0", 7), std::string(4096, 'c')}) {
+    Spec s = make("LoopSetup", "server_cgroup '" + v.substr(0, 12) + "'");
+    s.options.push_back(stringOption("server_cgroup", v));
+    out.push_back(s);
+    s.label += " with backend kernel";
+    s.options.push_back(stringOption("backend", "kernel"));
     out.push_back(std::move(s));
   }
   for (const std::string raw : {"\xff",
@@ -489,10 +510,26 @@ std::string randomCeiling(std::mt19937_64& rng) {
 
 std::string randomKey(std::mt19937_64& rng, const std::string& method) {
   auto rules = optionRules(method);
-  static const std::vector<std::string> others = {
-      "interactive", "runtime",   "all",       "force",       "read_only",   "offset", "size_limit",
-      "block_size",  "direct_io", "autoclear", "partscan",    "Interactive", "",       "\x01",
-      "x",           "backend",   "workers",   "queue_depth", "nbd_timeout"};
+  static const std::vector<std::string> others = {"interactive",
+                                                  "runtime",
+                                                  "all",
+                                                  "force",
+                                                  "read_only",
+                                                  "offset",
+                                                  "size_limit",
+                                                  "block_size",
+                                                  "direct_io",
+                                                  "autoclear",
+                                                  "partscan",
+                                                  "Interactive",
+                                                  "",
+                                                  "\x01",
+                                                  "x",
+                                                  "backend",
+                                                  "workers",
+                                                  "queue_depth",
+                                                  "nbd_timeout",
+                                                  "server_cgroup"};
   if (rng() % 3) return choose(rng, rules).key;
   return choose(rng, others);
 }

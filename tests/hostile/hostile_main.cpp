@@ -47,6 +47,29 @@ namespace compat = cxiosync::dbus::compat;
 
 namespace {
 
+// The options of a failed call, so its line alone says what was sent (strings cut at 40
+// bytes, escaped: they may be hostile).
+std::string describeOptions(const Spec& s) {
+  std::string out;
+  for (const auto& o : s.options) {
+    if (!out.empty()) out += ", ";
+    out += o.key + ":" + o.type + "=";
+    if (o.type == "b") {
+      out += o.b ? "true" : "false";
+    } else if (o.type == "s") {
+      for (unsigned char c : o.s.substr(0, 40)) {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        out += (c >= 0x20 && c < 0x7f && c != '\\') ? std::string(1, static_cast<char>(c)) : hex;
+      }
+      if (o.s.size() > 40) out += "...";
+    } else {
+      out += std::to_string(o.n);
+    }
+  }
+  return out;
+}
+
 constexpr auto kAnswerWithin = 100ms;
 constexpr auto kCallTimeout = 2s;
 
@@ -164,10 +187,10 @@ std::string runCalls(const std::string& address, const std::string& loopPath,
     const bool ok = got == want && took < limit;
     if (!ok) {
       std::fprintf(stderr,
-                   "FAIL [%s] %s (%s, fd %s, %zu options): expected %s, got %s in %ld us "
+                   "FAIL [%s] %s (%s, fd %s, options {%s}): expected %s, got %s in %ld us "
                    "(limit %ld us)\n",
                    caller.name, s.method.c_str(), s.label.c_str(), fdKindName(s.fd),
-                   s.options.size(), want.empty() ? "success" : want.c_str(),
+                   describeOptions(s).c_str(), want.empty() ? "success" : want.c_str(),
                    got.empty() ? "success" : got.c_str(), us, static_cast<long>(limit.count()));
     }
     record(out, caller.name, s, got, us, ok);

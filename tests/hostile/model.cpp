@@ -104,9 +104,10 @@ std::vector<OptionRule> optionRules(const std::string& method) {
     return {{"interactive", "b"}, {"runtime", "b"}};
   if (method == "LoopList") return {{"interactive", "b"}, {"all", "b"}};
   if (method == "LoopSetup")
-    return {{"read_only", "b"}, {"offset", "t"},      {"size_limit", "t"},  {"block_size", "u"},
-            {"direct_io", "s"}, {"autoclear", "b"},   {"partscan", "b"},    {"backend", "s"},
-            {"workers", "u"},   {"queue_depth", "u"}, {"nbd_timeout", "u"}, {"interactive", "b"}};
+    return {{"read_only", "b"},  {"offset", "t"},      {"size_limit", "t"},  {"block_size", "u"},
+            {"direct_io", "s"},  {"autoclear", "b"},   {"partscan", "b"},    {"backend", "s"},
+            {"workers", "u"},    {"queue_depth", "u"}, {"nbd_timeout", "u"}, {"server_cgroup", "s"},
+            {"interactive", "b"}};
   if (method == "SetDirectIO" || method == "SetBlockSize" || method == "SetCapacity" ||
       method == "SetAutoclear" || method == "SetWorkers" || method == "SetQueueDepth" ||
       method == "Detach")

@@ -2,9 +2,11 @@
 #include "daemon/blockdev/devices/backend_devices.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 namespace cxiosync {
 
@@ -191,6 +193,16 @@ Result<BlockSetupResult> BlockDevices::setup(int backingFd, const BlockSetupOpti
                                              uint32_t uid) {
   if (o.workers != 0)
     if (auto v = validateWorkers(o.workers); !v) return v.error();
+  // What the backing is, before which backend: a socket or a pipe gets the same answer on
+  // every machine (with backend=nbd it answered NotSupported where nbd is missing). On the
+  // block-device worker: fstat of a FUSE file can hang.
+  struct stat st {};
+  if (::fstat(backingFd, &st) != 0)
+    return makeError(std::string("fstat of the backing file: ") + std::strerror(errno), errno);
+  if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+    return makeError("the backing file must be a regular file or a block device", EINVAL);
+  if (const int fl = ::fcntl(backingFd, F_GETFL); fl >= 0 && (fl & O_PATH) == O_PATH)
+    return makeError("the backing file descriptor is O_PATH; open the file for reading", EINVAL);
   std::string dioWhy;
   if (o.backend == BackendKind::Auto && o.workers > 1 && o.loop.directIo != DirectIoMode::Off) {
     auto b = loop_->kernel().inspectBacking(backingFd);
