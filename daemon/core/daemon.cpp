@@ -132,7 +132,11 @@ Status Daemon::setupSources() {
     // cost). So idle ticks only look (quiet(): one cgroup.stat read, one pipe read) and the
     // full refresh runs every kIdleRefresh; anything new (a syncer, a cgroup made or
     // removed) makes it a full tick at once. Planner deadlines use their own timer.
-    if (idleTick_ && Clock::now() - lastFullTick_ < kIdleRefresh && sensors_->quiet()) return;
+    if (idleTick_ && Clock::now() - lastFullTick_ < kIdleRefresh && sensors_->quiet()) {
+      // Counters the last full tick moved (a boost's end) are written now, not a minute on.
+      if (metricsPending_) writeMetrics(Clock::now(), false);
+      return;
+    }
     this->tick();
   });
   if (!tick) return tick.error();
@@ -574,7 +578,11 @@ void Daemon::logRefusal(const Refuse& r) {
 }
 
 void Daemon::writeMetrics(TimePoint now, bool force) {
-  if (!force && !metrics_.due(now)) return;
+  if (!force && !metrics_.due(now)) {
+    metricsPending_ = true;
+    return;
+  }
+  metricsPending_ = false;
   if (auto w = metrics_.write(formatMetrics(metricsSnapshot(now)), now); !w)
     spdlog::debug("cannot write metrics: {}", w.error().message);
 }

@@ -116,7 +116,8 @@ class Daemon {
   MetricsFile metrics_;
 
   EventLoop::SourceId tickTimer_ = 0;
-  bool idleTick_ = false;  // tickTimer_ runs at kIdleTick, not pollInterval
+  bool idleTick_ = false;        // tickTimer_ runs at kIdleTick, not pollInterval
+  bool metricsPending_ = false;  // a tick's metrics were not due yet: an idle tick writes them
   TimePoint lastFullTick_{};
   uint64_t ticks_ = 0;
   EventLoop::SourceId deadlineTimer_ = 0;

@@ -119,8 +119,10 @@ cxvm_log "isolate cg2 off: sync of $MIB MiB took ${t_off} ms"
 ctl reset cg2
 ctl show cg2
 ctl metrics
-# Idle (nothing syncs or is boosted; tracefs): the daemon polls once a second, not every
-# 100 ms (a sync still wakes it through the trace pipe, as the runs above show).
+# Idle (nothing syncs or is boosted; tracefs): the daemon looks every 5 s (one cgroup.stat
+# read) and makes a full tick, the one cxiosync_ticks_total counts, once a minute or when
+# something changes; not every 100 ms (a sync still wakes it through the trace pipe, as the
+# runs above show).
 ticks() { "$CTL" metrics | awk '/^cxiosync_ticks_total /{print $2}'; }
 k0=$(ticks)
 i0=$(cxvm_now_ms)
@@ -143,9 +145,10 @@ cxvm_result idle_ticks "$idle_ticks"
 cxvm_result idle_ms "$idle_ms"
 cxvm_result_str io_max_original "$orig"
 
-# About one per second (a loaded host stretches the window, not the rate); 100 ms would be 30.
-[ "$idle_ticks" -ge 1 ] && [ "$idle_ticks" -le $((idle_ms / 1000 + 3)) ] ||
-	cxvm_fail "idle daemon ticked $idle_ticks times in $idle_ms ms (expected about one a second)"
+# At most a deferred /proc rescan or two plus one per 5 s (a loaded host stretches the window,
+# not the rate); polling every 100 ms would be 30.
+[ "$idle_ticks" -le $((idle_ms / 5000 + 2)) ] ||
+	cxvm_fail "idle daemon made $idle_ticks full ticks in $idle_ms ms (expected at most $((idle_ms / 5000 + 2)))"
 [ "$nonroot_rc" -eq 4 ] || cxvm_fail "non-root isolate: exit $nonroot_rc, expected 4 (AccessDenied)"
 grep -q 'BoostStarted' "$CXVM_OUT/monitor.txt" || cxvm_fail "monitor saw no BoostStarted"
 [ $((t_on * 3)) -lt "$t_off" ] ||
