@@ -133,6 +133,7 @@ Status Daemon::setupSources() {
     // full refresh runs every kIdleRefresh; anything new (a syncer, a cgroup made or
     // removed) makes it a full tick at once. Planner deadlines use their own timer.
     if (idleTick_ && Clock::now() - lastFullTick_ < kIdleRefresh && sensors_->quiet()) {
+      notePipeActivity();
       // Counters the last full tick moved (a boost's end) are written now, not a minute on.
       if (metricsPending_) writeMetrics(Clock::now(), false);
       return;
@@ -147,27 +148,18 @@ Status Daemon::setupSources() {
   deadlineTimer_ = deadline.value();
   (void)loop_->setTimer(deadlineTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
   if (sensors_->fd() >= 0) {
-    auto drain = [this] {
-      sensors_->onReadable();
-      // A sync entered or left: plan now rather than at the next poll tick.
-      if (sensors_->detector().changed()) this->tick(true);
-    };
-    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [drain](uint32_t) { drain(); });
-    if (!io) return io.error();
-    // The trace pipe's wakeup can be missed (trace_detector.h): read it every poll period
-    // even while the tick itself idles at kIdleTick. One read() that says EAGAIN, ~2 us.
-    // It also tells when the loop itself stalls (starved of CPU, blocked in a write): no
-    // detector can keep a syncer known while the process does not run.
-    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this, drain] {
-      const TimePoint at = Clock::now();
-      if (lastDrain_ != TimePoint{} && at - lastDrain_ > 3 * settings_.pollInterval)
-        spdlog::debug("event loop stalled: {:.0f} ms between two {} ms drain timers",
-                      std::chrono::duration<double, std::milli>(at - lastDrain_).count(),
-                      settings_.pollInterval.count());
-      lastDrain_ = at;
-      drain();
+    auto io = loop_->addIo(sensors_->fd(), EPOLLIN, [this](uint32_t) {
+      lastPipeActivity_ = Clock::now();
+      armDrainTimer();
+      drainPipe();
     });
+    if (!io) return io.error();
+    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval,
+                             [this] { onDrainTimer(); });
     if (!t) return t.error();
+    drainTimer_ = t.value();
+    drainArmed_ = true;
+    lastPipeActivity_ = Clock::now();
   }
   if (auto wd = notifier_.watchdogPingInterval()) {
     notifier_.watchdog();
@@ -488,9 +480,54 @@ void Daemon::traceSyncers(const Snapshot& s, TimePoint now) {
   knownSyncers_ = std::move(current);
 }
 
+void Daemon::drainPipe() {
+  sensors_->onReadable();
+  notePipeActivity();
+  // A sync entered or left: plan now rather than at the next poll tick.
+  if (sensors_->detector().changed()) tick(true);
+}
+
+void Daemon::notePipeActivity() {
+  const uint64_t lines = sensors_->detector().linesSeen();
+  if (lines == pipeLines_) return;
+  pipeLines_ = lines;
+  lastPipeActivity_ = Clock::now();
+  armDrainTimer();
+}
+
+// The trace pipe's wakeup can be missed (trace_detector.h: the ring buffer's poll has no
+// writer-side barrier). That race needs a poll of the pipe, and epoll polls it only at
+// EPOLL_CTL_ADD and right after a wakeup or a delivered event: so it can only hide an event
+// that comes within moments of another one. The timer reads the pipe every poll period
+// while anything happens and for two periods after the pipe last gave a line or a wakeup;
+// then, idle, it stops: 10 wakeups a second were most of the idle cost (issue 15, VM: 0.62 %
+// of a core). One read() that says EAGAIN, ~2 us. It also tells when the loop itself stalls
+// (starved of CPU, blocked in a write): no detector keeps a syncer known while we do not run.
+void Daemon::onDrainTimer() {
+  const TimePoint at = Clock::now();
+  if (lastDrain_ != TimePoint{} && at - lastDrain_ > 3 * settings_.pollInterval)
+    spdlog::debug("event loop stalled: {:.0f} ms between two {} ms drain timers",
+                  std::chrono::duration<double, std::milli>(at - lastDrain_).count(),
+                  settings_.pollInterval.count());
+  lastDrain_ = at;
+  drainPipe();
+  if (idleTick_ && at - lastPipeActivity_ > 2 * settings_.pollInterval) {
+    (void)loop_->setTimer(drainTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
+    drainArmed_ = false;
+    lastDrain_ = {};
+  }
+}
+
+void Daemon::armDrainTimer() {
+  if (drainArmed_ || drainTimer_ == 0) return;
+  drainArmed_ = true;
+  (void)loop_->setTimer(drainTimer_, settings_.pollInterval, settings_.pollInterval);
+}
+
 void Daemon::setIdleTick(bool idle) {
   if (idle == idleTick_) return;
   idleTick_ = idle;
+  if (!idle) armDrainTimer();
   auto period = idle ? std::max<std::chrono::nanoseconds>(kIdleTick, settings_.pollInterval)
                      : std::chrono::nanoseconds(settings_.pollInterval);
   (void)loop_->setTimer(tickTimer_, period, period);
@@ -636,13 +673,16 @@ void Daemon::reload(const char* why) {
   next.detector = settings_.detector;
   next.watchFsync = settings_.watchFsync;
   next.minDirtyBytes = settings_.minDirtyBytes;
-  if (next.pollInterval != settings_.pollInterval) {
-    (void)loop_->setTimer(tickTimer_, next.pollInterval, next.pollInterval);
-    idleTick_ = false;  // the next tick chooses again
-  }
+  const bool newPeriod = next.pollInterval != settings_.pollInterval;
   if (next.dryRun != settings_.dryRun) executor_->setDryRun(next.dryRun);
   config_ = std::move(cfg.value());
   settings_ = next;
+  if (newPeriod) {
+    (void)loop_->setTimer(tickTimer_, settings_.pollInterval, settings_.pollInterval);
+    idleTick_ = false;  // the next tick chooses again
+    drainArmed_ = false;
+    armDrainTimer();  // at the new period
+  }
   if (dropIns_) {
     if (dropInWatch_) dropInWatch_->rewatch();
     dropIns_->refreshAll(Clock::now());

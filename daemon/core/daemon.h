@@ -89,6 +89,12 @@ class Daemon {
   void armDeadline(std::optional<TimePoint> at, TimePoint now);
   // tickTimer_ at pollInterval, or while idle at kIdleTick (pollInterval if that is longer).
   void setIdleTick(bool idle);
+  // The trace pipe: drainPipe() reads it and plans at once when the syncer set changed;
+  // the drain timer (onDrainTimer) stops while idle and quiet, armDrainTimer() restarts it.
+  void drainPipe();
+  void notePipeActivity();
+  void onDrainTimer();
+  void armDrainTimer();
   void watchConfigDirs();
   void onInotify();
   GlobalSettings effectiveSettings(const Config& c) const;
@@ -136,7 +142,11 @@ class Daemon {
   std::map<std::string, uint64_t> syncsSeen_;
   std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
   std::optional<TimePoint> oldestSyncer_;  // entry time of the longest-waiting known syncer
-  TimePoint lastDrain_{};                  // the trace pipe's drain timer
+  EventLoop::SourceId drainTimer_ = 0;      // reads the trace pipe every poll period
+  bool drainArmed_ = false;
+  uint64_t pipeLines_ = 0;                  // detector().linesSeen() at the last look
+  TimePoint lastPipeActivity_{};            // last wakeup or line from the pipe
+  TimePoint lastDrain_{};                   // the drain timer's last run (stall check)
   TimePoint tickStart_{}, tickSnapshot_{}, tickPlan_{};  // this tick's phases
   std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
   size_t cgroupsWatched_ = 0;

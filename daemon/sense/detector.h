@@ -17,6 +17,7 @@
 //   - syncers(): the current set, for SnapshotBuilder::build().
 //   - changed(): true when the set changed since the last call (resets the flag), so the
 //     loop can re-plan promptly after onReadable().
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ class SyncDetector {
   // A /proc rescan is still owed (deferred, or the first ticks): the caller keeps ticking
   // at poll_interval_ms rather than its idle period.
   virtual bool rescanPending() const { return false; }
+  // Lines read from the event pipe so far (0 without one): the daemon's drain timer runs
+  // while this moves (daemon.cpp, drain timer).
+  virtual uint64_t linesSeen() const { return 0; }
   bool changed() {
     bool c = changed_;
     changed_ = false;

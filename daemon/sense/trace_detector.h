@@ -98,7 +98,7 @@ class TraceDetector : public SyncDetector {
   // callers added by a tick's /proc rescan (each is a missed or misordered event).
   uint64_t exitsOverruled() const { return exitsOverruled_; }
   uint64_t foundByRescan() const { return foundByRescan_; }
-  uint64_t linesSeen() const { return lines_; }
+  uint64_t linesSeen() const override { return lines_; }
   // The tracefs event names this detector enables ("syscalls/sys_enter_sync", ...).
   static std::vector<std::string> eventsFor(bool watchFsync);
 

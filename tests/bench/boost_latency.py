@@ -3,7 +3,8 @@
 """Detection-to-boost latency and idle cost of cxiosyncd (tracefs), one VM run.
 
     tests/bench/boost_latency.py [--build-dir DIR] [--baseline BIN] [--n 100]
-                                 [--idle-seconds 40] [--json OUT.json] [--results DIR]
+                                 [--idle-seconds 40] [--smp N] [--tcg-thread single|multi]
+                                 [--json OUT.json] [--results DIR]
 
 Latency: sync(2) entered (the syncer's own wall-clock stamp right before the call) ->
 "action=boost" logged by the daemon (ms timestamps), over --n syncs; median, p95, p99,
@@ -102,6 +103,11 @@ def main():
     ap.add_argument("--json", default=os.path.join(SRC, "out", "bench-boost-latency.json"))
     ap.add_argument("--results", help="analyse a kept result dir instead of running the VM")
     ap.add_argument("--keep", help="copy the guest's result dir here")
+    # The default guest (2 vCPUs on one TCG thread) runs its vCPUs in turn: a woken daemon
+    # on the other vCPU waits until the running one idles or QEMU's 100 ms kick. --smp 1
+    # or --tcg-thread multi show the daemon's own latency without that turn-taking.
+    ap.add_argument("--smp", type=int, default=2)
+    ap.add_argument("--tcg-thread", choices=["single", "multi"], default="single")
     args = ap.parse_args()
 
     tmp = None
@@ -115,6 +121,7 @@ def main():
         cmd = [sys.executable, os.path.join(SRC, "tests", "vm", "vmrun.py"),
                "--build-dir", args.build_dir, "--results-dir", args.keep or tmp, "--quiet",
                "--timeout", "2400", "--scenario-timeout", "2300",
+               "--smp", str(args.smp), "--tcg-thread", args.tcg_thread,
                "--env", "LAT_N=%d" % args.n, "--env", "LAT_DAEMONS=%s" % daemons,
                "--env", "IDLE_SECONDS=%d" % args.idle_seconds,
                "--env", "IDLE_CGROUPS=%d" % args.idle_cgroups,
@@ -125,9 +132,10 @@ def main():
             print("benchmark VM run failed (exit %d); results in %s" % (rc, d), file=sys.stderr)
             return 1
     r = json.load(open(os.path.join(d, "result.json")))
-    out = {"n": r.get("n"), "daemons": {}}
-    print("detection -> boost (tracefs; QEMU TCG guest, Debian kernel; cg1 wbps=1 MiB/s holds "
-          "%s MiB, sync from cg2); target median <= 5 ms, p99 <= 50 ms" % r.get("lat_mib"))
+    out = {"n": r.get("n"), "smp": args.smp, "tcg_thread": args.tcg_thread, "daemons": {}}
+    print("detection -> boost (tracefs; QEMU TCG guest, %d vCPU, %s-threaded; Debian kernel; cg1 "
+          "wbps=1 MiB/s holds %s MiB, sync from cg2); target median <= 5 ms, p99 <= 50 ms"
+          % (args.smp, args.tcg_thread, r.get("lat_mib")))
     print("%-8s %6s %7s %9s %8s %8s %8s %12s" % ("daemon", "syncs", "boosted", "median ms",
                                                   "p95 ms", "p99 ms", "max ms", "sync med ms"))
     for name in r.get("daemons", []):
@@ -153,10 +161,12 @@ def main():
         out["daemons"][name]["idle"] = {
             "cpu_ms": ns / 1e6, "wall_ms": wall, "core_percent": share,
             "cpu_ms_from_stat_ticks": r.get("idle_cpu_ticks_ms_%s" % name),
-            "rss_kb": r.get("idle_rss_kb_%s" % name)}
-        print("  %-8s %8.1f ms CPU in %.1f s = %.3f %% of a core (stat ticks: %s ms; RSS %s KiB)"
-              % (name, ns / 1e6, wall / 1000, share, r.get("idle_cpu_ticks_ms_%s" % name),
-                 r.get("idle_rss_kb_%s" % name)))
+            "rss_kb": r.get("idle_rss_kb_%s" % name),
+            "wakeups": r.get("idle_wakeups_%s" % name)}
+        print("  %-8s %8.1f ms CPU in %.1f s = %.3f %% of a core, %s wakeups (stat ticks: %s ms; "
+              "RSS %s KiB)" % (name, ns / 1e6, wall / 1000, share,
+                               r.get("idle_wakeups_%s" % name, "-"),
+                               r.get("idle_cpu_ticks_ms_%s" % name), r.get("idle_rss_kb_%s" % name)))
     out["raw"] = r
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as fh:

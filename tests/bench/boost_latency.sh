@@ -36,6 +36,19 @@ cpu_ns() { # PID: run time of all its threads, ns
 	done
 	echo "$s"
 }
+slices() { # PID: times its threads were given the CPU (schedstat's 3rd field): wakeups
+	local t s=0 n
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r _ _ n <"$t" && s=$((s + n))
+	done
+	echo "$s"
+}
+per_thread() { # PID: "comm=ns/slices ..." of each thread
+	local t
+	for t in /proc/"$1"/task/*; do
+		printf '%s=%s ' "$(cat "$t/comm")" "$(awk '{print $1 "/" $3}' "$t/schedstat")"
+	done
+}
 cpu_ticks_ms() {
 	local hz
 	hz=$(getconf CLK_TCK)
@@ -95,12 +108,15 @@ EOF
 }
 
 idle_run() { # NAME
-	local name=$1 n0 n1 t0 t1 c0 c1
+	local name=$1 n0 n1 t0 t1 c0 c1 s0 s1
 	cxd_start --detector=tracefs
 	sleep 5 # the first walks and the startup rescans
-	n0=$(cpu_ns "$CXD_PID") t0=$(cxvm_now_ms) c0=$(cpu_ticks_ms "$CXD_PID")
+	cxvm_log "$name idle start, threads: $(per_thread "$CXD_PID")"
+	n0=$(cpu_ns "$CXD_PID") t0=$(cxvm_now_ms) c0=$(cpu_ticks_ms "$CXD_PID") s0=$(slices "$CXD_PID")
 	sleep "$IDLE_SECONDS"
-	n1=$(cpu_ns "$CXD_PID") t1=$(cxvm_now_ms) c1=$(cpu_ticks_ms "$CXD_PID")
+	n1=$(cpu_ns "$CXD_PID") t1=$(cxvm_now_ms) c1=$(cpu_ticks_ms "$CXD_PID") s1=$(slices "$CXD_PID")
+	cxvm_log "$name idle end, threads: $(per_thread "$CXD_PID")"
+	cxvm_result "idle_wakeups_$name" $((s1 - s0))
 	cxvm_result "idle_cpu_ns_$name" $((n1 - n0))
 	cxvm_result "idle_cpu_ticks_ms_$name" $((c1 - c0))
 	cxvm_result "idle_wall_ms_$name" $((t1 - t0))

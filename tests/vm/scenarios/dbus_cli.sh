@@ -123,13 +123,21 @@ ctl metrics
 # read) and makes a full tick, the one cxiosync_ticks_total counts, once a minute or when
 # something changes; not every 100 ms (a sync still wakes it through the trace pipe, as the
 # runs above show).
+# Its event loop thread sleeps too: the trace pipe's 100 ms drain timer stops once the pipe
+# has been quiet for two periods (daemon.cpp, onDrainTimer), so it wakes for the 5 s look only,
+# not 10 times a second (issue 15, idle cost). Wakeups = voluntary context switches.
 ticks() { "$CTL" metrics | awk '/^cxiosync_ticks_total /{print $2}'; }
+wakeups() { awk '/^voluntary_ctxt_switches:/{print $2}' "/proc/$CXD_PID/task/$CXD_PID/status"; }
 k0=$(ticks)
+sleep 0.5
+w0=$(wakeups)
 i0=$(cxvm_now_ms)
 sleep 3
-idle_ticks=$(($(ticks) - k0))
+w1=$(wakeups)
 idle_ms=$(($(cxvm_now_ms) - i0))
-cxvm_log "idle: $idle_ticks ticks in $idle_ms ms"
+idle_ticks=$(($(ticks) - k0))
+idle_wakeups=$((w1 - w0))
+cxvm_log "idle: $idle_ticks ticks in $idle_ms ms; event loop woke $idle_wakeups times"
 cxd_stop
 [ "$(cxd_io_max cg1)" = "$orig" ] || cxvm_fail "cg1 io.max changed: '$(cxd_io_max cg1)' != '$orig'"
 
@@ -143,12 +151,16 @@ cxvm_result nonroot_exit "$nonroot_rc"
 cxvm_result boosts "$boosts"
 cxvm_result idle_ticks "$idle_ticks"
 cxvm_result idle_ms "$idle_ms"
+cxvm_result idle_wakeups "$idle_wakeups"
 cxvm_result_str io_max_original "$orig"
 
 # At most a deferred /proc rescan or two plus one per 5 s (a loaded host stretches the window,
 # not the rate); polling every 100 ms would be 30.
 [ "$idle_ticks" -le $((idle_ms / 5000 + 2)) ] ||
 	cxvm_fail "idle daemon made $idle_ticks full ticks in $idle_ms ms (expected at most $((idle_ms / 5000 + 2)))"
+# The old drain timer alone made idle_ms / 100; a look per 5 s plus a bus call or two now.
+[ "$idle_wakeups" -le $((idle_ms / 1000 + 3)) ] ||
+	cxvm_fail "idle daemon's event loop woke $idle_wakeups times in $idle_ms ms (expected at most $((idle_ms / 1000 + 3)))"
 [ "$nonroot_rc" -eq 4 ] || cxvm_fail "non-root isolate: exit $nonroot_rc, expected 4 (AccessDenied)"
 grep -q 'BoostStarted' "$CXVM_OUT/monitor.txt" || cxvm_fail "monitor saw no BoostStarted"
 [ $((t_on * 3)) -lt "$t_off" ] ||
