@@ -154,8 +154,8 @@ Status Daemon::setupSources() {
       drainPipe();
     });
     if (!io) return io.error();
-    auto t = loop_->addTimer(settings_.pollInterval, settings_.pollInterval,
-                             [this] { onDrainTimer(); });
+    auto t =
+        loop_->addTimer(settings_.pollInterval, settings_.pollInterval, [this] { onDrainTimer(); });
     if (!t) return t.error();
     drainTimer_ = t.value();
     drainArmed_ = true;

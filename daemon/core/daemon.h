@@ -142,11 +142,11 @@ class Daemon {
   std::map<std::string, uint64_t> syncsSeen_;
   std::set<std::pair<int64_t, int64_t>> knownSyncers_;  // (tid, since usec)
   std::optional<TimePoint> oldestSyncer_;  // entry time of the longest-waiting known syncer
-  EventLoop::SourceId drainTimer_ = 0;      // reads the trace pipe every poll period
+  EventLoop::SourceId drainTimer_ = 0;     // reads the trace pipe every poll period
   bool drainArmed_ = false;
-  uint64_t pipeLines_ = 0;                  // detector().linesSeen() at the last look
-  TimePoint lastPipeActivity_{};            // last wakeup or line from the pipe
-  TimePoint lastDrain_{};                   // the drain timer's last run (stall check)
+  uint64_t pipeLines_ = 0;                               // detector().linesSeen() at the last look
+  TimePoint lastPipeActivity_{};                         // last wakeup or line from the pipe
+  TimePoint lastDrain_{};                                // the drain timer's last run (stall check)
   TimePoint tickStart_{}, tickSnapshot_{}, tickPlan_{};  // this tick's phases
   std::vector<MetricsSnapshot::CgroupBytes> limitedBytes_;
   size_t cgroupsWatched_ = 0;
