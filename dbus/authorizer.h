@@ -3,7 +3,8 @@
 // Authorization as a pure function (no bus, no polkit calls): BusServer feeds it the caller's
 // uid and, if needed, polkit's answer; it says allow, deny (with a message), or "ask polkit".
 //
-// Rules (docs/architecture.md §6, udisks2): reads never come here. uid 0 is always allowed. Anyone
+// Rules (docs/architecture.md §6, udisks2): reads never come here. uid 0 is always allowed (the
+// server has checked its CAP_SYS_ADMIN before: BusServerOptions::rootCallerProblem). Anyone
 // else needs polkit's yes for the action; polkit absent or failing means deny (root only).
 // Interactive authentication is requested from polkit only when the caller allowed it
 // (option "interactive", cxiosyncctl without --no-ask-password).

@@ -496,13 +496,29 @@ void BusServer::Impl::callerUid(const std::string& sender, std::function<void(ui
     return;
   }
   auto slot = std::make_shared<Slot>(lookups, kCallerNotKnown);
-  askUid(sender, [slot, next, refused](std::optional<uint32_t> uid, const std::string& error) {
-    slot->release();
+  askUid(sender, [this, sender, slot, next, refused](std::optional<uint32_t> uid,
+                                                     const std::string& error) {
     if (!uid) {
+      slot->release();
       refused(Refusal::denied("Cannot identify the caller: " + error));
       return;
     }
-    next(*uid);
+    if (*uid != 0 || !options.rootCallerProblem || options.uidOverride) {
+      slot->release();
+      next(*uid);
+      return;
+    }
+    // uid 0: trusted without polkit only with CAP_SYS_ADMIN (audit L5).
+    askPid(sender, [this, slot, next, refused](uint32_t pid, const std::string& pidError) {
+      slot->release();
+      std::string problem = pid ? options.rootCallerProblem(pid)
+                                : "the bus does not name the caller's process (" + pidError + ")";
+      if (!problem.empty()) {
+        refused(Refusal::denied("Not allowed for uid 0: " + problem));
+        return;
+      }
+      next(0);
+    });
   });
 }
 

@@ -64,6 +64,10 @@ struct BusServerOptions {
   LoopBackend* loopBackend = nullptr;
   // Where loop jobs run (LoopJobFn, loop_backend.h); unset: inline, on the loop thread.
   LoopJobFn loopJobs;
+  // uid 0 skips polkit only when this says "" for the caller's pid (audit L5: the daemon asks
+  // for CAP_SYS_ADMIN, daemon/kernel/caller_privilege.h); otherwise the change is refused with
+  // its text. Unset: uid 0 is trusted as the bus names it. Called on the loop thread.
+  std::function<std::string(uint32_t pid)> rootCallerProblem;
   // Test hooks. Production leaves these alone.
   std::string polkitBusName = "org.freedesktop.PolicyKit1";  // where CheckAuthorization goes
   std::optional<uint32_t> uidOverride;  // treat every caller as this uid (tests only)

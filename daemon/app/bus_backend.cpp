@@ -8,6 +8,7 @@
 
 #include "cxiosync_version.h"
 #include "daemon/core/exit_codes.h"
+#include "daemon/kernel/caller_privilege.h"
 #include "daemon/log/logging.h"
 #include "daemon/sense/detector.h"
 #include "daemon/sources/config_loader.h"
@@ -407,6 +408,8 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   dbus::BusServerOptions so;
   so.bus = *target;
   so.loopBackend = loops;
+  // Callers are processes on the real bus: the real /proc, whatever --proc-root says.
+  so.rootCallerProblem = [](uint32_t pid) { return rootCallerProblem(static_cast<pid_t>(pid)); };
   if (loops) {
     auto q = WorkQueue::create(daemon.loop(), kMaxLoopJobs);
     if (!q) {

@@ -227,6 +227,22 @@ TEST_F(RealDaemon, IsolatePersistsSurvivesRestartShowsRuntimeAndResets) {
   EXPECT_NE(show("/cg2").find(yamlSource), std::string::npos) << "reset is persistent too";
 }
 
+// Audit L5: uid 0 skips polkit only with CAP_SYS_ADMIN. Root without it (a container's root
+// on the host's bus) is refused before anything changes; the same call with it goes through.
+TEST_F(RealDaemon, RootWithoutSysAdminChangesNothing) {
+  startDaemon();
+  std::vector<std::string> argv = {"/usr/bin/setpriv", "--bounding-set=-sys_admin", kCtl,
+                                   "--bus=" + address_, "--no-pager", "isolate", "/cg2", "on"};
+  auto r = run(argv, tmp_.string());
+  EXPECT_EQ(r.rc, 4) << r.out << r.err;  // AccessDenied
+  EXPECT_NE(r.err.find("without CAP_SYS_ADMIN"), std::string::npos) << r.err;
+  EXPECT_EQ(stateFile().find("/cg2"), std::string::npos) << stateFile();
+  EXPECT_EQ(show("/cg2").find(kIsoOnRuntime), std::string::npos) << show("/cg2");
+  r = ctl({"isolate", "/cg2", "on"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(show("/cg2").find(kIsoOnRuntime), std::string::npos) << show("/cg2");
+}
+
 // `cxiosyncctl tenant` through the real daemon (issue 15): stored like the other knobs, shown on
 // the cgroup itself only, and the built-in user@UID.service boundary shows as the default.
 TEST_F(RealDaemon, TenantIsStoredShownOnItsCgroupOnlyAndDefaultsForUserManagers) {

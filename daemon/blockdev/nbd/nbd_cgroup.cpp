@@ -62,30 +62,6 @@ Result<std::string> cgroupRelativePath(std::string_view p) {
   return std::string(rest);
 }
 
-Result<uint32_t> parseStatusEuid(std::string_view s) {
-  size_t at = 0;
-  if (s.rfind("Uid:", 0) != 0) {
-    at = s.find("\nUid:");
-    if (at == std::string_view::npos) return makeError("no Uid: line in /proc status", EINVAL);
-    at += 1;
-  }
-  std::string_view line = s.substr(at + 4);
-  line = line.substr(0, line.find('\n'));
-  // "\treal\teffective\tsaved\tfs"
-  uint32_t v[2] = {0, 0};
-  size_t pos = 0;
-  for (int k = 0; k < 2; ++k) {
-    while (pos < line.size() && (line[pos] == '\t' || line[pos] == ' ')) ++pos;
-    const char* b = line.data() + pos;
-    const char* e = line.data() + line.size();
-    auto [ptr, ec] = std::from_chars(b, e, v[k]);
-    if (ec != std::errc() || ptr == b)
-      return makeError("malformed Uid: line in /proc status", EINVAL);
-    pos = static_cast<size_t>(ptr - line.data());
-  }
-  return v[1];
-}
-
 Result<TargetCgroup> openProcessCgroup(pid_t pid, uint32_t expectedUid, const std::string& procRoot,
                                        const std::string& cgroupRoot) {
   if (pid <= 0) return makeError("the caller's process is not known (no pid from the bus)", ESRCH);

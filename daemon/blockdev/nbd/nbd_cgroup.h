@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/kernel/caller_privilege.h"
 #include "daemon/kernel/fs.h"
 #include "policy/result.h"
 
@@ -40,10 +41,6 @@ ServerCgroup effectiveServerCgroup(ServerCgroup asked, uint32_t callerUid);
 // root ("a/b", "."). EINVAL for "", a path not starting with '/', "..", "." or empty
 // components, NUL bytes, more than 4096 bytes.
 Result<std::string> cgroupRelativePath(std::string_view procPath);
-
-// /proc/PID/status "Uid:" line -> the effective uid (second field). EINVAL when absent or
-// malformed.
-Result<uint32_t> parseStatusEuid(std::string_view statusText);
 
 struct TargetCgroup {
   std::string path;  // "/user.slice/user-1000.slice/session-3.scope" (as /proc shows it)

@@ -87,12 +87,12 @@ TEST(NbdCgroup, RelativePathRefusesEscapes) {
 }
 
 TEST(NbdCgroup, StatusEuid) {
-  EXPECT_EQ(*nbd::parseStatusEuid(status(1000, 1000)), 1000u);
-  EXPECT_EQ(*nbd::parseStatusEuid(status(0, 1000)), 1000u) << "effective, not real";
-  EXPECT_EQ(*nbd::parseStatusEuid("Uid:\t5\t6\t6\t6\n"), 6u);
+  EXPECT_EQ(*parseStatusEuid(status(1000, 1000)), 1000u);
+  EXPECT_EQ(*parseStatusEuid(status(0, 1000)), 1000u) << "effective, not real";
+  EXPECT_EQ(*parseStatusEuid("Uid:\t5\t6\t6\t6\n"), 6u);
   for (const char* bad : {"", "Name:\tx\n", "Uid:\t\n", "Uid:\t5\n", "Uid:\tx\ty\n",
                           "Name:\tUid:\t1\t2\n" /* not at a line start */}) {
-    EXPECT_FALSE(nbd::parseStatusEuid(bad)) << bad;
+    EXPECT_FALSE(parseStatusEuid(bad)) << bad;
   }
 }
 
