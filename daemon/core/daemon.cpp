@@ -381,6 +381,7 @@ void Daemon::tick(bool eventDriven) {
   std::set<CgroupPath> boosted;
   for (const auto& b : executor_->active()) boosted.insert(b.cgroup);
   auto snap = sensors_->tick(now, boosted, eventDriven);
+  notePipeActivity();  // the tick read the pipe too
   const TimePoint tSnap = Clock::now();
   if (!snap) {
     if (snap.error().message != lastSnapshotError_) {
@@ -515,6 +516,8 @@ void Daemon::onDrainTimer() {
     (void)loop_->setTimer(drainTimer_, std::chrono::nanoseconds(0), std::chrono::nanoseconds(0));
     drainArmed_ = false;
     lastDrain_ = {};
+    spdlog::debug("trace pipe drain timer off: idle, no event for {:.0f} ms",
+                  std::chrono::duration<double, std::milli>(at - lastPipeActivity_).count());
   }
 }
 
@@ -522,6 +525,7 @@ void Daemon::armDrainTimer() {
   if (drainArmed_ || drainTimer_ == 0) return;
   drainArmed_ = true;
   (void)loop_->setTimer(drainTimer_, settings_.pollInterval, settings_.pollInterval);
+  spdlog::debug("trace pipe drain timer on: every {} ms", settings_.pollInterval.count());
 }
 
 void Daemon::setIdleTick(bool idle) {
