@@ -158,9 +158,10 @@ cxvm_result_str io_max_original "$orig"
 # not the rate); polling every 100 ms would be 30.
 [ "$idle_ticks" -le $((idle_ms / 5000 + 2)) ] ||
 	cxvm_fail "idle daemon made $idle_ticks full ticks in $idle_ms ms (expected at most $((idle_ms / 5000 + 2)))"
-# The old drain timer alone made idle_ms / 100; a look per 5 s plus a bus call or two now.
-[ "$idle_wakeups" -le $((idle_ms / 1000 + 3)) ] ||
-	cxvm_fail "idle daemon's event loop woke $idle_wakeups times in $idle_ms ms (expected at most $((idle_ms / 1000 + 3)))"
+# The old drain timer alone made idle_ms / 100 (33 in 3.2 s); a look per 5 s and the timer's
+# last periods now (1-5 seen in 3.3-3.7 s): at most a fifth of the old rate.
+[ "$idle_wakeups" -le $((idle_ms / 500 + 3)) ] ||
+	cxvm_fail "idle daemon's event loop woke $idle_wakeups times in $idle_ms ms (expected at most $((idle_ms / 500 + 3)))"
 [ "$nonroot_rc" -eq 4 ] || cxvm_fail "non-root isolate: exit $nonroot_rc, expected 4 (AccessDenied)"
 grep -q 'BoostStarted' "$CXVM_OUT/monitor.txt" || cxvm_fail "monitor saw no BoostStarted"
 [ $((t_on * 3)) -lt "$t_off" ] ||
