@@ -501,7 +501,7 @@ void Daemon::notePipeActivity() {
 // EPOLL_CTL_ADD and right after a wakeup or a delivered event: so it can only hide an event
 // that comes within moments of another one. The timer reads the pipe every poll period
 // while anything happens and for two periods after the pipe last gave a line or a wakeup;
-// then, idle, it stops: 10 wakeups a second were most of the idle cost (issue 15, VM: 0.62 %
+// then, idle, it stops: 10 wakeups a second were most of the idle cost (issue 15, VM: 0.66 %
 // of a core). One read() that says EAGAIN, ~2 us. It also tells when the loop itself stalls
 // (starved of CPU, blocked in a write): no detector keeps a syncer known while we do not run.
 void Daemon::onDrainTimer() {
