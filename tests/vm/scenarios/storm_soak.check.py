@@ -198,7 +198,12 @@ for k, tid, t0, t1, killed in storm:
         if a < t1 and b > t0:
             start = max(start, b)
     bound = max(3000.0, 3 * unthrottled.get(k, 0.0))
-    if t1 - start > bound and not any(t0 <= x <= t1 for x in refused.get(tid, [])):
+    # A refusal counts from when the daemon took the thread into its set, if that was before
+    # the call (back-to-back calls can be one syncer to it: the exit overruled because /proc
+    # already showed the next call; long run 10, refused 37 ms before the call's own stamp).
+    since = min([a for a, b in known.get(tid, []) if a <= t0 <= (b if b is not None else 1e18)]
+                + [t0])
+    if t1 - start > bound and not any(since <= x <= t1 for x in refused.get(tid, [])):
         if t1 - start - stalled_within(start, t1) <= bound:
             late_starved.append((k, tid, t0, t1, t1 - start, bound))
         else:
