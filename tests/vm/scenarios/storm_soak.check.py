@@ -10,7 +10,9 @@
 Asserts, and prints a distribution table (count, p50, p90, p99, max per kind):
   1. every storm call ends within max(3 s, 3 x its kind's unthrottled p90) counted from
      when a daemon was up (a call that spans a restart counts from the new READY=1), or
-     the daemon logged a refusal for that thread during that call. Time inside the call when
+     the daemon logged a refusal for that thread during that call (or since it took the
+     thread into its set, when that was earlier: back-to-back calls can be one syncer to it).
+     Time inside the call when
      the daemon itself reported that it did not run (a slow tick, an event-loop stall, as in
      2.) is taken off first; a call within the bound only without that time is counted and
      reported apart ("late, starved"), not failed;
