@@ -12,10 +12,9 @@ Asserts, and prints a distribution table (count, p50, p90, p99, max per kind):
      when a daemon was up (a call that spans a restart counts from the new READY=1), or
      the daemon logged a refusal for that thread during that call (or since it took the
      thread into its set, when that was earlier: back-to-back calls can be one syncer to it).
-     Time inside the call when
-     the daemon itself reported that it did not run (a slow tick, an event-loop stall, as in
-     2.) is taken off first; a call within the bound only without that time is counted and
-     reported apart ("late, starved"), not failed;
+     Time inside the call when the daemon itself reported that it did not run (a slow tick,
+     an event-loop stall, as in 2.) is taken off first; a call within the bound only without
+     that time is counted and reported apart ("late, starved"), not failed;
      A `sync` process's call starts at its first in-call /proc sample or the daemon's first
      sight of it, whichever is earlier (fork, cgroup move and exec of /bin/sync are not the
      call; under TCG on a loaded host they take up to 4 s); one never in the call at a
