@@ -231,8 +231,14 @@ TEST_F(RealDaemon, IsolatePersistsSurvivesRestartShowsRuntimeAndResets) {
 // on the host's bus) is refused before anything changes; the same call with it goes through.
 TEST_F(RealDaemon, RootWithoutSysAdminChangesNothing) {
   startDaemon();
-  std::vector<std::string> argv = {"/usr/bin/setpriv", "--bounding-set=-sys_admin", kCtl,
-                                   "--bus=" + address_, "--no-pager", "isolate", "/cg2", "on"};
+  std::vector<std::string> argv = {"/usr/bin/setpriv",
+                                   "--bounding-set=-sys_admin",
+                                   kCtl,
+                                   "--bus=" + address_,
+                                   "--no-pager",
+                                   "isolate",
+                                   "/cg2",
+                                   "on"};
   auto r = run(argv, tmp_.string());
   EXPECT_EQ(r.rc, 4) << r.out << r.err;  // AccessDenied
   EXPECT_NE(r.err.find("without CAP_SYS_ADMIN"), std::string::npos) << r.err;
