@@ -29,20 +29,15 @@ cxvm_result n "$N"
 cxvm_result lat_mib "$MIB"
 names=()
 
-cpu_ns() { # PID: run time of all its threads, ns
-	local t s=0 ns
+schedstat_sum() { # PID FIELD: sum over its threads of /proc/.../schedstat field FIELD
+	local t s=0
 	for t in /proc/"$1"/task/*/schedstat; do
-		read -r ns _ <"$t" && s=$((s + ns))
+		s=$((s + $(awk -v f="$2" '{print $f}' "$t")))
 	done
 	echo "$s"
 }
-slices() { # PID: times its threads were given the CPU (schedstat's 3rd field): wakeups
-	local t s=0 n
-	for t in /proc/"$1"/task/*/schedstat; do
-		read -r _ _ n <"$t" && s=$((s + n))
-	done
-	echo "$s"
-}
+cpu_ns() { schedstat_sum "$1" 1; } # run time of all its threads, ns
+slices() { schedstat_sum "$1" 3; } # times its threads were given the CPU: wakeups
 per_thread() { # PID: "comm=ns/slices ..." of each thread
 	local t
 	for t in /proc/"$1"/task/*; do
