@@ -41,22 +41,56 @@ const char* errorKindName(ErrorKind kind) {
   return "org.cxiosync1.Error.Failed";
 }
 
-const char* loopErrorName(const Error& error) {
+const char* loopErrorKindName(LoopErrorKind kind) {
+  switch (kind) {
+    case LoopErrorKind::InvalidArgument:
+      return errorKindName(ErrorKind::InvalidArgument);
+    case LoopErrorKind::NoSuchDevice:
+      return "org.cxiosync1.Error.NoSuchDevice";
+    case LoopErrorKind::AccessDenied:
+      return errorKindName(ErrorKind::AccessDenied);
+    case LoopErrorKind::Busy:
+      return "org.cxiosync1.Error.Busy";
+    case LoopErrorKind::NotSupported:
+      return errorKindName(ErrorKind::NotSupported);
+    case LoopErrorKind::Failed:
+      break;
+  }
+  return errorKindName(ErrorKind::Failed);
+}
+
+LoopErrorKind loopErrorKindOf(const Error& error) {
   switch (error.code) {
     case ENOENT:
     case ENXIO:
-      return "org.cxiosync1.Error.NoSuchDevice";
+      return LoopErrorKind::NoSuchDevice;
     case EBUSY:
     case EAGAIN:
-      return "org.cxiosync1.Error.Busy";
+      return LoopErrorKind::Busy;
     case EBADF:
-      return "org.cxiosync1.Error.InvalidArgument";
+      return LoopErrorKind::InvalidArgument;
     case ENODEV:
-      return "org.cxiosync1.Error.NotSupported";
+      return LoopErrorKind::NotSupported;
     default:
       break;
   }
-  return errorKindName(errorKindOf(error));
+  switch (errorKindOf(error)) {
+    case ErrorKind::InvalidArgument:
+      return LoopErrorKind::InvalidArgument;
+    case ErrorKind::NoSuchCgroup:  // ENOENT/ENOTDIR: a device that is not there
+      return LoopErrorKind::NoSuchDevice;
+    case ErrorKind::AccessDenied:
+      return LoopErrorKind::AccessDenied;
+    case ErrorKind::NotSupported:
+      return LoopErrorKind::NotSupported;
+    case ErrorKind::Failed:
+      break;
+  }
+  return LoopErrorKind::Failed;
+}
+
+const char* loopErrorName(const Error& error) {
+  return loopErrorKindName(loopErrorKindOf(error));
 }
 
 }  // namespace cxiosync::dbus

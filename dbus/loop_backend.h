@@ -164,7 +164,18 @@ class LoopBackend {
 // the worker thread, one at a time; access() (pure) runs on the loop thread.
 using LoopJobFn = std::function<bool(std::function<void()> work, std::function<void()> done)>;
 
-// errno → org.cxiosync1.Error.* for loop calls (see above).
+// The org.cxiosync1.Error.* names of the loop calls, spelled once (dbus/errors.cpp).
+enum class LoopErrorKind {
+  InvalidArgument,
+  NoSuchDevice,
+  AccessDenied,
+  Busy,
+  NotSupported,
+  Failed
+};
+const char* loopErrorKindName(LoopErrorKind kind);
+LoopErrorKind loopErrorKindOf(const Error& error);  // errno → kind (see above)
+// errno → org.cxiosync1.Error.* for loop calls: loopErrorKindName(loopErrorKindOf(error)).
 const char* loopErrorName(const Error& error);
 
 }  // namespace cxiosync::dbus

@@ -16,15 +16,17 @@ namespace cxiosync::dbus {
 
 namespace {
 
-constexpr const char* kFailed = "org.cxiosync1.Error.Failed";
-constexpr const char* kNoSuchDevice = "org.cxiosync1.Error.NoSuchDevice";
-constexpr const char* kBusy = "org.cxiosync1.Error.Busy";
 constexpr auto kStale = std::chrono::seconds(1);
 
+// Every error name comes from dbus/errors.cpp.
+sdbus::Error loopError(LoopErrorKind kind, const std::string& message) {
+  return compat::error(loopErrorKindName(kind), message);
+}
+
 sdbus::Error notSupportedError() {
-  return compat::error("org.cxiosync1.Error.NotSupported",
-                       "Loop devices are not available in this daemon (no /dev/loop-control, or "
-                       "the loop manager failed to start; see the daemon's log)");
+  return loopError(LoopErrorKind::NotSupported,
+                   "Loop devices are not available in this daemon (no /dev/loop-control, or "
+                   "the loop manager failed to start; see the daemon's log)");
 }
 
 // Replies leave through reply.h (escaped messages; Error.Failed for one that cannot be built).
@@ -101,7 +103,7 @@ void LoopServer::offLoop(std::function<T()> work, std::function<void(T&)> done, 
   auto finish = [this, box, done = std::move(done), fail, queued] {
     try {
       if (!*box) {
-        fail(compat::error(kFailed, "loop job: internal error"));
+        fail(loopError(LoopErrorKind::Failed, "loop job: internal error"));
       } else {
         done(**box);
       }
@@ -126,9 +128,9 @@ void LoopServer::offLoop(std::function<T()> work, std::function<void(T&)> done, 
   }
   if (!accepted) {
     log(BusLogLevel::Info, "refused a loop call: too many loop operations pending");
-    fail(compat::error(kBusy,
-                       "Not now: too many loop operations are pending (a backing file may not "
-                       "answer); try again later"));
+    fail(loopError(LoopErrorKind::Busy,
+                   "Not now: too many loop operations are pending (a backing file may not "
+                   "answer); try again later"));
   }
 }
 
@@ -193,9 +195,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
     try {
       fresh = backend->show(name_);
     } catch (const std::exception& e) {
-      throw compat::error(kFailed, "reading " + name_ + ": internal error: " + e.what());
+      throw loopError(LoopErrorKind::Failed, "reading " + name_ + ": internal error: " + e.what());
     } catch (...) {
-      throw compat::error(kFailed, "reading " + name_ + ": internal error");
+      throw loopError(LoopErrorKind::Failed, "reading " + name_ + ": internal error");
     }
     if (!fresh) throw server_.errorOf(fresh.error(), name_);
     update(*fresh);
@@ -210,9 +212,10 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
       // A getter's error reply is built by sdbus-c++: its message must be text already.
       throw compat::error(e.getName(), wire::text(e.getMessage()));
     } catch (const std::exception& e) {
-      throw compat::error(kFailed, std::string("Get(") + name + "): internal error: " + e.what());
+      throw loopError(LoopErrorKind::Failed,
+                      std::string("Get(") + name + "): internal error: " + e.what());
     } catch (...) {
-      throw compat::error(kFailed, std::string("Get(") + name + "): internal error");
+      throw loopError(LoopErrorKind::Failed, std::string("Get(") + name + "): internal error");
     }
   }
 
@@ -260,9 +263,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   void SetBlockSize(sdbus::Result<>&& result, uint32_t size, wire::Options options) override {
     if (size < 512 || size > 65536 || (size & (size - 1)) != 0) {
       auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
-      replyError(shared, compat::error("org.cxiosync1.Error.InvalidArgument",
-                                       "block size " + std::to_string(size) +
-                                           " is not a power of two between 512 and 65536"));
+      replyError(shared, loopError(LoopErrorKind::InvalidArgument,
+                                   "block size " + std::to_string(size) +
+                                       " is not a power of two between 512 and 65536"));
       return;
     }
     change(std::move(result), "SetBlockSize", options,
@@ -287,10 +290,9 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
   void SetWorkers(sdbus::Result<>&& result, uint32_t workers, wire::Options options) override {
     if (workers < 1 || workers > wire::kMaxWorkers) {
       auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
-      replyError(shared,
-                 compat::error("org.cxiosync1.Error.InvalidArgument",
-                               "workers " + std::to_string(workers) + " is not between 1 and " +
-                                   std::to_string(wire::kMaxWorkers)));
+      replyError(shared, loopError(LoopErrorKind::InvalidArgument,
+                                   "workers " + std::to_string(workers) + " is not between 1 and " +
+                                       std::to_string(wire::kMaxWorkers)));
       return;
     }
     change(std::move(result), "SetWorkers", options,
@@ -455,9 +457,9 @@ void LoopServer::log(BusLogLevel level, const std::string& message) {
 }
 
 sdbus::Error LoopServer::errorOf(const Error& e, const std::string& name) {
-  std::string errName = loopErrorName(e);
-  if (errName == kNoSuchDevice && !name.empty()) markGone(name);
-  return compat::error(errName, e.message);
+  const LoopErrorKind kind = loopErrorKindOf(e);
+  if (kind == LoopErrorKind::NoSuchDevice && !name.empty()) markGone(name);
+  return loopError(kind, e.message);
 }
 
 void LoopServer::markGone(const std::string& name) {
@@ -544,7 +546,7 @@ void LoopServer::list(sdbus::Result<std::vector<wire::LoopEntry>>&& result,
   };
   auto opt = wire::parseLoopCallOptions(options, true);
   if (!opt) {
-    fail(compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message));
+    fail(loopError(LoopErrorKind::InvalidArgument, opt.error().message));
     return;
   }
   if (!backend_) {
@@ -597,24 +599,24 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
   auto backing = std::make_shared<sdbus::UnixFd>(std::move(fd));
   try {
     auto req = wire::parseLoopSetupOptions(options);
-    if (!req) throw compat::error("org.cxiosync1.Error.InvalidArgument", req.error().message);
+    if (!req) throw loopError(LoopErrorKind::InvalidArgument, req.error().message);
     if (backing->get() < 0) {
-      throw compat::error("org.cxiosync1.Error.InvalidArgument", "no backing file descriptor");
+      throw loopError(LoopErrorKind::InvalidArgument, "no backing file descriptor");
     }
     if (!backend_) throw notSupportedError();
     // F_GETFL reads the open file's flags and never reaches its filesystem (safe on FUSE).
     const int mode = ::fcntl(backing->get(), F_GETFL);
     if (mode >= 0 && (mode & O_ACCMODE) == O_WRONLY) {
-      throw compat::error("org.cxiosync1.Error.InvalidArgument",
-                          "the backing file descriptor is write-only; open it for reading "
-                          "(O_RDONLY for a read-only device, O_RDWR otherwise)");
+      throw loopError(LoopErrorKind::InvalidArgument,
+                      "the backing file descriptor is write-only; open it for reading "
+                      "(O_RDONLY for a read-only device, O_RDWR otherwise)");
     }
     size_t open = 0, limit = 0;
     if (!fdHeadroom(&open, &limit)) {
-      throw compat::error("org.cxiosync1.Error.Busy",
-                          "Not now: the daemon holds " + std::to_string(open) +
-                              " file descriptors (limit " + std::to_string(limit) +
-                              "), too many for another waiting LoopSetup; try again later");
+      throw loopError(LoopErrorKind::Busy,
+                      "Not now: the daemon holds " + std::to_string(open) +
+                          " file descriptors (limit " + std::to_string(limit) +
+                          "), too many for another waiting LoopSetup; try again later");
     }
     LoopAuthRequest ar;
     ar.sender = sender;
@@ -648,10 +650,10 @@ void LoopServer::setup(sdbus::Result<sdbus::ObjectPath, sdbus::UnixFd>&& result,
     replyError(shared, e);
   } catch (const std::exception& e) {
     log(BusLogLevel::Warning, std::string("LoopSetup: internal error: ") + e.what());
-    replyError(shared,
-               compat::error(kFailed, std::string("LoopSetup: internal error: ") + e.what()));
+    replyError(shared, loopError(LoopErrorKind::Failed,
+                                 std::string("LoopSetup: internal error: ") + e.what()));
   } catch (...) {
-    replyError(shared, compat::error(kFailed, "LoopSetup: internal error"));
+    replyError(shared, loopError(LoopErrorKind::Failed, "LoopSetup: internal error"));
   }
 }
 
@@ -707,7 +709,7 @@ void LoopServer::deviceCall(const std::string& name, const std::string& sender, 
                             FailFn fail, RunFn run) {
   try {
     auto opt = wire::parseLoopCallOptions(options, false);
-    if (!opt) throw compat::error("org.cxiosync1.Error.InvalidArgument", opt.error().message);
+    if (!opt) throw loopError(LoopErrorKind::InvalidArgument, opt.error().message);
     if (!backend_) throw notSupportedError();
     LoopBackend* backend = backend_;
     const wire::LoopCallOptions o = *opt;
@@ -726,9 +728,9 @@ void LoopServer::deviceCall(const std::string& name, const std::string& sender, 
     fail(e);
   } catch (const std::exception& e) {
     log(BusLogLevel::Warning, std::string(method) + ": internal error: " + e.what());
-    fail(compat::error(kFailed, std::string(method) + ": internal error: " + e.what()));
+    fail(loopError(LoopErrorKind::Failed, std::string(method) + ": internal error: " + e.what()));
   } catch (...) {
-    fail(compat::error(kFailed, std::string(method) + ": internal error"));
+    fail(loopError(LoopErrorKind::Failed, std::string(method) + ": internal error"));
   }
 }
 
@@ -774,8 +776,8 @@ void LoopServer::authorizeDevice(const LoopInfo& device, const std::string& send
               }
               if (now->setupByUid != setupBy || now->foreign != (setupBy == kUnknownUid)) {
                 return [fail, name] {
-                  fail(compat::error("org.cxiosync1.Error.Busy",
-                                     name + " changed owner during authorization; try again"));
+                  fail(loopError(LoopErrorKind::Busy,
+                                 name + " changed owner during authorization; try again"));
                 };
               }
               return run(uid, force);

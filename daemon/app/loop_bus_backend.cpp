@@ -92,6 +92,15 @@ Status notForNbd(const std::string& name, const char* what) {
 }  // namespace
 
 Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, uint32_t uid) {
+  if (uid != 0) {
+    // No handle on the device for anyone but root (issue 26): an fd on /dev/nbdN or
+    // /dev/loopN keeps reaching whatever the kernel attaches there later, after the device
+    // stopped being the caller's (an nbd device reused by root, a loop device detached and
+    // attached again), and no kernel revokes it. /dev/null keeps LoopSetup's signature.
+    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0) return sysError(errno, "open", "/dev/null");
+    return dbus::OwnedFd(null);
+  }
   if (dev.get() >= 0) {
     const std::string self = "/proc/self/fd/" + std::to_string(dev.get());
     int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -99,9 +108,8 @@ Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, ui
   }
   int ro = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (ro >= 0) return dbus::OwnedFd(ro);
-  const int e = errno;
-  if (uid == 0 && dev.get() >= 0) return dbus::OwnedFd(dev.release());
-  return sysError(e, "reopen read-only", path);
+  if (dev.get() >= 0) return dbus::OwnedFd(dev.release());  // root could open it read-write
+  return sysError(errno, "reopen read-only", path);
 }
 
 Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::LoopSetupOptions& o,
@@ -134,6 +142,13 @@ Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::
     lo.partscan = false;
     notes.push_back("partscan is for root only: turned off");
   }
+  // Autoclear detaches on the last close, and only root gets a handle that could keep the
+  // device open (loopCallerHandle): for anyone else it would be gone when the daemon lets go.
+  if (lo.autoclear && callerUid != 0)
+    return makeError(
+        "autoclear is for root only: a non-root caller gets no handle on the device to keep "
+        "it alive (device_fd is /dev/null)",
+        EPERM);
   if (auto st = validateLoopOptions(lo); !st) return st.error();
   auto r = d_.setup(backingFd, bo, callerUid);
   if (!r) return r.error();

@@ -54,12 +54,11 @@ class LoopBusBackend final : public dbus::LoopBackend {
   LoopManager& m_;
 };
 
-// The caller's handle on a new device (LoopSetup's device_fd): READ-ONLY, whatever happens,
-// for a non-root caller (enough to keep an autoclear device alive; no write access to the
-// block device through us). Reopened through /proc/self/fd so that a private node that was
-// already unlinked works too, else by `path`; when both fail, uid 0 gets `dev` itself (it
-// could open the node read-write anyway) and anyone else the error (the caller of this then
-// takes the device down). Before 2026-12 a failed reopen handed everyone `dev` read-write.
+// The caller's handle on a new device (LoopSetup's device_fd). uid 0: a READ-ONLY handle on
+// the device (enough to keep an autoclear device alive), reopened through /proc/self/fd so that
+// a private node that was already unlinked works too, else by `path`, else `dev` itself (root
+// could open the node read-write anyway). Any other caller: /dev/null, never a handle on the
+// device (issue 26: a device fd outlives the caller's ownership of the device).
 Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, uint32_t uid);
 
 // The block devices (kernel loop + nbd) and their adapter, owned by main() for the daemon's

@@ -439,8 +439,10 @@ TEST_F(DbusLoop, SetQueueDepthEmitsPropertiesChanged) {
 }
 
 // Partition scanning parses the caller's bytes in the kernel: root only. A non-root caller
-// (allowed by polkit) gets a device without it, and only a read-only handle.
-TEST_F(DbusLoop, PartscanIsOffAndTheHandleReadOnlyForANonRootCaller) {
+// (allowed by polkit) gets a device without it, and no handle on the device at all (issue 26:
+// a kept fd on /dev/loopN or /dev/nbdN reaches whatever is attached there later): device_fd
+// is /dev/null. Autoclear, which needs that handle, is refused for it. Root gets both.
+TEST_F(DbusLoop, PartscanIsOffAndNoDeviceHandleForANonRootCaller) {
   serve({"--as-uid=65534", "--polkit=allow"});
   std::string img = image("pscan.img");
   int fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
@@ -450,10 +452,22 @@ TEST_F(DbusLoop, PartscanIsOffAndTheHandleReadOnlyForANonRootCaller) {
   const std::string name = s.path.substr(s.path.rfind('/') + 1);
   EXPECT_EQ(sysLoop(name, "partscan"), "0") << "partscan forced off for uid 65534";
   ASSERT_GE(s.deviceFd, 0);
-  EXPECT_EQ(fcntl(s.deviceFd, F_GETFL) & O_ACCMODE, O_RDONLY);
+  struct stat st {
+  }, null{};
+  ASSERT_EQ(fstat(s.deviceFd, &st), 0);
+  ASSERT_EQ(stat("/dev/null", &null), 0);
+  EXPECT_FALSE(S_ISBLK(st.st_mode)) << "uid 65534 got a handle on the device";
+  EXPECT_TRUE(S_ISCHR(st.st_mode) && st.st_rdev == null.st_rdev) << "device_fd is /dev/null";
   close(s.deviceFd);
   EXPECT_EQ(rawLoopCall(s.path, "Detach", Opts{}), "");
   EXPECT_TRUE(goneSoon(name));
+  const auto before = boundLoops();
+  fd = open(img.c_str(), O_RDWR | O_CLOEXEC);
+  auto ac = rawSetup(fd, Opts{{"autoclear", sdbus::Variant(true)}});
+  close(fd);
+  EXPECT_EQ(ac.error, "org.cxiosync1.Error.AccessDenied") << "autoclear without a handle";
+  if (ac.deviceFd >= 0) close(ac.deviceFd);
+  EXPECT_EQ(boundLoops(), before) << "nothing was set up";
   env().stopServer();
   // Root keeps it.
   serve();
@@ -463,6 +477,10 @@ TEST_F(DbusLoop, PartscanIsOffAndTheHandleReadOnlyForANonRootCaller) {
   ASSERT_EQ(r.error, "");
   const std::string rootName = r.path.substr(r.path.rfind('/') + 1);
   EXPECT_EQ(sysLoop(rootName, "partscan"), "1");
+  struct stat rootSt {};
+  ASSERT_EQ(fstat(r.deviceFd, &rootSt), 0);
+  EXPECT_TRUE(S_ISBLK(rootSt.st_mode)) << "root gets a handle on the device";
+  EXPECT_EQ(fcntl(r.deviceFd, F_GETFL) & O_ACCMODE, O_RDONLY);
   close(r.deviceFd);
   EXPECT_EQ(rawLoopCall(r.path, "Detach", Opts{}), "");
   EXPECT_TRUE(goneSoon(rootName));
