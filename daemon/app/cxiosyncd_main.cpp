@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // cxiosyncd: thin main. Flags -> logging -> config -> Daemon::run().
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,11 +16,34 @@
 #include "daemon/app/observe.h"
 #include "daemon/app/options.h"
 #include "daemon/core/daemon.h"
+#include "daemon/kernel/fs.h"
 #include "daemon/log/logging.h"
 #include "daemon/sources/config_loader.h"
 #include "policy/config/defaults.h"
 
 using namespace cxiosync;
+
+namespace {
+
+// --cgroupns=FILE (options.h): setns(2) into that cgroup namespace before any thread exists
+// (setns of a cgroup namespace changes only the calling thread) and before anything reads a
+// cgroup path. False, with one line on stderr, when it cannot: a daemon left in a container's
+// own namespace would start and see no syncer outside it, so it must not start.
+bool enterCgroupNamespace(const std::string& file) {
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid() || ::setns(fd.get(), CLONE_NEWCGROUP) != 0) {
+    int e = errno;
+    std::fprintf(stderr, "cxiosyncd: --cgroupns=%s: %s: %s%s\n", file.c_str(),
+                 fd.valid() ? "setns" : "open", std::strerror(e),
+                 e == EPERM || e == EACCES ? " (needs CAP_SYS_ADMIN, and CAP_SYS_PTRACE to open "
+                                             "another process's namespace)"
+                                           : "");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -45,6 +72,8 @@ int main(int argc, char** argv) {
     for (const auto& f : cfg->files) std::printf("  %s\n", f.c_str());
     return kExitOk;
   }
+
+  if (!o.cgroupNamespace.empty() && !enterCgroupNamespace(o.cgroupNamespace)) return kExitFailure;
 
   if (!o.observe) {
     // Block the signals the event loop reads from a signalfd before any thread exists (the

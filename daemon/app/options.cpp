@@ -26,6 +26,8 @@ Options:
   --dev-root=DIR         device nodes: /dev/loop-control, /dev/loopN (default /dev)
   --state-dir=DIR        persistent runtime policy set through D-Bus
                          (default /var/lib/cxiosync)
+  --cgroupns=FILE        enter the cgroup namespace FILE first (a container: the host's,
+                         /proc/1/ns/cgroup with the host's PIDs; needs CAP_SYS_ADMIN)
   --bus=BUS              D-Bus API on system | session | none | ADDRESS (default system;
                          without a bus the daemon runs on, without its API)
   --detector=KIND        auto | tracefs | procfs (overrides the config)
@@ -60,6 +62,7 @@ enum OptionId : int {
   kRunDir,
   kDevRoot,
   kStateDir,
+  kCgroupNs,
   kBus,
   kDetector,
   kUnitDropIns,
@@ -83,6 +86,7 @@ std::vector<option> longOptions() {
       {"run-dir", required_argument, nullptr, kRunDir},
       {"dev-root", required_argument, nullptr, kDevRoot},
       {"state-dir", required_argument, nullptr, kStateDir},
+      {"cgroupns", required_argument, nullptr, kCgroupNs},
       {"bus", required_argument, nullptr, kBus},
       {"detector", required_argument, nullptr, kDetector},
       {"unit-dropins", required_argument, nullptr, kUnitDropIns},
@@ -116,6 +120,8 @@ std::string* pathTarget(Options& o, int id) {
       return &o.devRoot;
     case kStateDir:
       return &o.stateDir;
+    case kCgroupNs:
+      return &o.cgroupNamespace;
     case kUnitRoot:
       return &o.unitRoot;
     default:

@@ -24,6 +24,11 @@ struct Options : DaemonSettings {
   bool version = false;
   bool help = false;
   bool observe = false;
+  // --cgroupns=FILE: a cgroup namespace file (/proc/1/ns/cgroup with the host's PIDs) entered
+  // before anything else. A container has its own cgroup namespace (containerd, CRI-O: every
+  // unprivileged container on cgroup v2), in which /proc/PID/cgroup of a process outside it
+  // reads "0::/../.." and the daemon could place no syncer (docs/kubernetes.md).
+  std::string cgroupNamespace;
 };
 
 // argv without argv[0]. Errors carry a one-line message for stderr (exit code 2).

@@ -28,6 +28,8 @@ expect() {
 expect 2 "unknown option '--frob'" "$daemon" --frob
 expect 2 "--detector: invalid value 'ebpf'" "$daemon" --detector ebpf
 expect 2 "option --dry-run takes no value" "$daemon" --dry-run=yes
+# A namespace it cannot enter stops it before it starts blind (a container: docs/kubernetes.md).
+expect 1 "--cgroupns=/nonexistent/ns: open: No such file or directory" "$daemon" --cgroupns=/nonexistent/ns
 expect 2 "--size: invalid value '1Q'" "$ctl" loop add /x.img --size 1Q
 expect 2 "unknown option '--wat'" "$ctl" --wat
 # `cxiosync-loop set DEV --autoclear=bad` exited 2 without a word.

@@ -42,6 +42,9 @@ TEST(OptionsTest, AllFlagsBothSpellings) {
   EXPECT_TRUE(parseOptions({"--version"})->version);
   EXPECT_TRUE(parseOptions({"-h"})->help);
   EXPECT_TRUE(parseOptions({"--observe"})->observe);
+  EXPECT_TRUE(parseOptions({})->cgroupNamespace.empty());
+  EXPECT_EQ(parseOptions({"--cgroupns=/proc/1/ns/cgroup"})->cgroupNamespace, "/proc/1/ns/cgroup");
+  EXPECT_FALSE(parseOptions({"--cgroupns="}));
 }
 
 TEST(OptionsTest, BadFlagsAreClearErrors) {
