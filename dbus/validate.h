@@ -27,15 +27,13 @@ Result<CgroupPath> parseCgroupArg(std::string_view text);
 // cannot make a path that the text form would not pass.
 Result<CgroupPath> parseCgroupText(std::string_view text);
 
-Result<BoostPermission> parseBoostPermission(std::string_view text);  // "allow" | "deny"
+// The policy values of the setters, in the one value syntax of YAML, drop-ins and cxiosyncctl
+// (policy/config/values.h, docs/configuration.md §1.3), so the bus accepts exactly what a
+// config file does; errors are EINVAL.
+Result<BoostPermission> parseBoostPermission(std::string_view text);  // allow | deny | boolean
 const char* boostPermissionName(BoostPermission p);
 
-// Bandwidth in bytes/s: decimal digits with an optional suffix K M G T (powers of 1000, as
-// systemd's IOWriteBandwidthMax=) or Ki Mi Gi Ti (powers of 1024); optional "B" after the
-// suffix is not accepted (keep one spelling). 1 <= value < UINT64_MAX.
-Result<uint64_t> parseBandwidth(std::string_view text);
-
-// "inherit" | "max" | a bandwidth (parseBandwidth).
+// "inherit" | "max" | a rate (parseRate: 10M = 10^7, 10MiB/s = 10 * 2^20).
 Result<BoostCeiling> parseBoostCeiling(std::string_view text);
 
 // Options of a method call, by D-Bus signature of each value ("b", "s", ...).

@@ -13,6 +13,7 @@
 
 #include "cxiosync_version.h"
 #include "dbus/client.h"
+#include "dbus/ctl/format.h"
 #include "dbus/ctl/loop_cli.h"
 #include "dbus/ctl/polkit_agent.h"
 #include "dbus/ctl/render.h"
@@ -39,7 +40,7 @@ const std::map<std::string, VerbSpec>& verbs() {
       {"show", {1, "show CG"}},
       {"isolate", {2, "isolate CG on|off [--runtime]"}},
       {"boost", {2, "boost CG allow|deny [--runtime]"}},
-      {"ceiling", {2, "ceiling CG inherit|max|BYTES/s [--runtime]"}},
+      {"ceiling", {2, "ceiling CG inherit|max|RATE [--runtime]"}},
       {"tenant", {2, "tenant CG on|off [--runtime]"}},
       {"reset", {1, "reset CG"}},
       {"boosts", {0, "boosts"}},
@@ -57,12 +58,6 @@ const std::map<std::string, VerbSpec>& verbs() {
 
 Error invalid(std::string m) {
   return makeError(std::move(m), EINVAL);
-}
-
-Result<bool> parseOnOff(const std::string& v) {
-  if (v == "on" || v == "yes" || v == "true" || v == "1") return true;
-  if (v == "off" || v == "no" || v == "false" || v == "0") return false;
-  return invalid("'" + v + "' is not on or off");
 }
 
 using output::Cell;
@@ -263,9 +258,10 @@ int Runner::change() {
   }
   dbus::ChangeRequest req{opt_.runtime, !opt_.noAskPassword};
   PolkitAgent agent(req.interactive && opt_.bus.kind == dbus::BusTarget::Kind::System);
-  std::string knob, value;
+  // The values as a config file spells them (policy/config/values.h): one syntax everywhere.
+  std::string knob, value, shown;
   if (v == "isolate") {
-    auto on = parseOnOff(inv_.args[1]);
+    auto on = parseBoolean(inv_.args[1]);
     if (!on) return fail(kExitInvalidArgs, "isolate: " + on.error().message);
     knob = "sync_isolation";
     value = *on ? "on" : "off";
@@ -281,9 +277,10 @@ int Runner::change() {
     if (!c) return fail(kExitInvalidArgs, "ceiling: " + c.error().message);
     knob = "boost_ceiling";
     value = formatBoostCeiling(*c);
+    if (c->kind == BoostCeiling::Kind::Bytes) shown = formatRate(c->bytesPerSecond);
     client().setBoostCeiling(cg->path, value, req);
   } else if (v == "tenant") {
-    auto on = parseOnOff(inv_.args[1]);
+    auto on = parseBoolean(inv_.args[1]);
     if (!on) return fail(kExitInvalidArgs, "tenant: " + on.error().message);
     knob = "tenant";
     value = *on ? "on" : "off";
@@ -305,7 +302,7 @@ int Runner::change() {
   } else if (knob.empty()) {
     say("Reset the runtime policy of " + cg->path + ".");
   } else {
-    say("Set " + knob + "=" + value + " on " + cg->path +
+    say("Set " + knob + "=" + (shown.empty() ? value : shown) + " on " + cg->path +
         (opt_.runtime ? " (runtime: until reboot)." : "."));
   }
   return kExitOk;

@@ -68,10 +68,22 @@ Table effectiveTable(const dbus::CgroupView& c) {
   return t;
 }
 
+// A knob's value as the daemon sends it; a ceiling in bytes/s reads as a rate in the unit it
+// was likely written in ("50 MiB/s" for BoostCeiling=50MiB/s, not 52428800). JSON keeps the
+// daemon's text.
+Cell knobCell(const std::string& knob, const std::string& value) {
+  Cell cell = Cell::text(value);
+  if (knob == "boost_ceiling" && !value.empty() && value.size() < 21 &&
+      value.find_first_not_of("0123456789") == std::string::npos) {
+    cell.shown(formatRate(std::strtoull(value.c_str(), nullptr, 10)));
+  }
+  return cell;
+}
+
 Table policyTable(const dbus::CgroupView& c) {
   Table t({{"knob", "KNOB"}, {"value", "VALUE"}, {"source", "SOURCE"}});
   for (const auto& p : c.policy) {
-    t.addRow({Cell::text(p.knob), Cell::text(p.value), Cell::text(p.source)});
+    t.addRow({Cell::text(p.knob), knobCell(p.knob, p.value), Cell::text(p.source)});
   }
   return t;
 }
@@ -93,7 +105,7 @@ Table cgroupTable(const std::vector<dbus::CgroupView>& list) {
            {"boosted", "BOOSTED"}});
   for (const auto& c : list) {
     t.addRow({Cell::text(c.path), Cell::text(c.knob("sync_isolation")), Cell::text(c.knob("boost")),
-              Cell::text(c.knob("boost_ceiling")), Cell::text(tightestWbps(c)),
+              knobCell("boost_ceiling", c.knob("boost_ceiling")), Cell::text(tightestWbps(c)),
               Cell::nested(ioMaxTable(c)), Cell::nested(effectiveTable(c)), Cell::size(c.fileDirty),
               Cell::size(c.fileWriteback), Cell::nested(policyTable(c), Cell::Nest::Keyed),
               Cell::boolean(c.boosted).color(c.boosted ? Color::Green : Color::None)});

@@ -160,6 +160,10 @@ Result<BoostCeiling> parseBoostCeiling(std::string_view text) {
   auto r = parseRate(s);
   if (!r) return r.error();
   if (*r == 0) return makeError("boost ceiling must be above 0 bytes/s (use boost: deny)");
+  // UINT64_MAX is how io.max and the bus spell "max"; a number must mean a number.
+  if (*r == std::numeric_limits<uint64_t>::max()) {
+    return makeError("boost ceiling " + quoteForMessage(text) + " is too large (use max)");
+  }
   return BoostCeiling{BoostCeiling::Kind::Bytes, *r};
 }
 

@@ -33,7 +33,7 @@ Result<bool> parseBoolean(std::string_view text);
 // "allow" | "deny" (case-insensitive); a boolean spelling also works (yes = allow).
 Result<BoostPermission> parseBoostPermission(std::string_view text);
 
-// "inherit" | "max" | "infinity" | a rate (see parseRate). 0 is rejected.
+// "inherit" | "max" | "infinity" | a rate (see parseRate), 1 <= bytes/s < UINT64_MAX.
 Result<BoostCeiling> parseBoostCeiling(std::string_view text);
 
 // A byte count: "1048576", "1M", "1 MiB", "512K", "1.5G". K/M/G/T are base 1024 here (like

@@ -33,6 +33,23 @@ std::string formatBytes(uint64_t bytes) {
 std::string formatRate(uint64_t bps) {
   if (bps == kMax) return "max";
   static const char* const kUnits[] = {"B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s", "PiB/s", "EiB/s"};
+  static const char* const kSiUnits[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s", "EB/s"};
+  // A limit is shown in the unit it was most likely written in: IOWriteBandwidthMax=10M is
+  // 10,000,000 (systemd's base 1000) and reads "10 MB/s", not "9.5 MiB/s"; 50MiB/s reads
+  // "50 MiB/s". Exact values only; anything else is rounded in binary units.
+  size_t bin = 0, si = 0;
+  uint64_t b = bps, d = bps;
+  while (b != 0 && b % 1024 == 0 && bin + 1 < 7) {
+    b /= 1024;
+    ++bin;
+  }
+  while (d != 0 && d % 1000 == 0 && si + 1 < 7) {
+    d /= 1000;
+    ++si;
+  }
+  const bool binOk = bin > 0 && b<10000, siOk = si> 0 && d < 10000;
+  if (siOk && (!binOk || d < b)) return std::to_string(d) + " " + kSiUnits[si];
+  if (binOk) return std::to_string(b) + " " + kUnits[bin];
   return scaled(bps, kUnits, 7);
 }
 

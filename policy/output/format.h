@@ -8,9 +8,10 @@
 
 namespace cxiosync::output {
 
-std::string formatBytes(uint64_t bytes);       // "0 B", "512 B", "1.0 KiB", "512.0 MiB"
-std::string formatRate(uint64_t bytesPerSec);  // "1.0 MiB/s"; UINT64_MAX → "max"
-std::string formatIops(uint64_t iops);         // "200 IOPS"; UINT64_MAX → "max"
+std::string formatBytes(uint64_t bytes);  // "0 B", "512 B", "1.0 KiB", "512.0 MiB"
+// "1 MiB/s", "10 MB/s" (exact, in the unit family that divides it), "1.5 MiB/s"; UINT64_MAX → "max"
+std::string formatRate(uint64_t bytesPerSec);
+std::string formatIops(uint64_t iops);  // "200 IOPS"; UINT64_MAX → "max"
 std::string formatDuration(
     uint64_t usec);  // "0", "850 us", "12 ms", "12.3 s", "2min 5s", "1h 2min"
 std::string formatTimestamp(uint64_t realtimeUsec);  // "2026-11-29 20:00:00 UTC"; 0 → "n/a"

@@ -324,7 +324,7 @@ TEST_F(RealDaemon, ShowReportsLimitsHoldersAndPageCache) {
   auto list = ctl({"list"});
   EXPECT_EQ(list.rc, 0) << list.err;
   EXPECT_NE(list.out.find("/cg1"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("1.0 MiB/s (8:0)"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("1 MiB/s (8:0)"), std::string::npos) << list.out;
   auto m = ctl({"metrics"});
   EXPECT_EQ(m.rc, 0);
   EXPECT_NE(m.out.find("cxiosync_detector_info{detector=\"procfs\"} 1"), std::string::npos)

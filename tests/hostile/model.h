@@ -31,8 +31,8 @@ std::optional<std::string> cgroupPath(const std::string& text);
 // Whether `rel` is a directory below `root` reached without a symlink (else NoSuchCgroup).
 bool cgroupExists(const std::filesystem::path& root, const std::string& rel);
 
-// SetBoostCeiling's @ceiling: "inherit", "max", or digits with an optional K M G T (1000^n)
-// or Ki Mi Gi Ti (1024^n) suffix, at least 1 and below UINT64_MAX.
+// SetBoostCeiling's @ceiling and SetBoostPolicy's @policy: what a config file accepts for
+// boost_ceiling and boost (policy/config/values.h, docs/configuration.md §1.3).
 bool validCeiling(const std::string& text);
 bool validBoostPolicy(const std::string& text);
 

@@ -16,9 +16,20 @@ TEST(Format, Bytes) {
 }
 
 TEST(Format, RatesAndIops) {
-  EXPECT_EQ(formatRate(1048576), "1.0 MiB/s");
-  EXPECT_EQ(formatRate(10485760), "10.0 MiB/s");
+  EXPECT_EQ(formatRate(1048576), "1 MiB/s");
+  EXPECT_EQ(formatRate(10485760), "10 MiB/s");
   EXPECT_EQ(formatRate(500), "500 B/s");
+  // Issue 27: a limit reads in the unit it was written in. IOWriteBandwidthMax=10M is
+  // 10,000,000 B/s (systemd's base 1000): "10 MB/s", not the old "9.5 MiB/s";
+  // BoostCeiling=50MiB/s is "50 MiB/s". Values exact in neither family are rounded (binary).
+  EXPECT_EQ(formatRate(10000000), "10 MB/s");
+  EXPECT_EQ(formatRate(52428800), "50 MiB/s");
+  EXPECT_EQ(formatRate(1000), "1 kB/s");
+  EXPECT_EQ(formatRate(1500000), "1500 kB/s");
+  EXPECT_EQ(formatRate(2048000), "2000 KiB/s");  // exact in both: the shorter number
+  EXPECT_EQ(formatRate(1000000000000), "1 TB/s");
+  EXPECT_EQ(formatRate(1234567), "1.2 MiB/s");
+  EXPECT_EQ(formatRate(123456789ull * 1024), "117.7 GiB/s");  // exact, but too many digits
   EXPECT_EQ(formatRate(UINT64_MAX), "max");
   EXPECT_EQ(formatIops(200), "200 IOPS");
   EXPECT_EQ(formatIops(UINT64_MAX), "max");

@@ -22,9 +22,9 @@ Table sample() {
 
 TEST(Table, HumanTableAlignsTypedCells) {
   EXPECT_EQ(sample().render(true, false),
-            "PATH      NOTE     DIRTY  LIMIT      ON\n"
-            "/a.slice  first  1.5 KiB  max        yes\n"
-            "/b                   0 B  1.0 MiB/s  no\n")
+            "PATH      NOTE     DIRTY  LIMIT    ON\n"
+            "/a.slice  first  1.5 KiB  max      yes\n"
+            "/b                   0 B  1 MiB/s  no\n")
       << "the header row is aligned to the widest cell";
 }
 
