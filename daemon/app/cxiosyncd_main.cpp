@@ -15,7 +15,9 @@
 #include "daemon/app/loop_bus_backend.h"
 #include "daemon/app/observe.h"
 #include "daemon/app/options.h"
+#include "daemon/app/preflight.h"
 #include "daemon/core/daemon.h"
+#include "daemon/core/notify.h"
 #include "daemon/kernel/fs.h"
 #include "daemon/log/logging.h"
 #include "daemon/sources/config_loader.h"
@@ -43,6 +45,24 @@ bool enterCgroupNamespace(const std::string& file) {
   return true;
 }
 
+// The configuration the daemon would run with: PATH's, or the built-in defaults when the
+// default /etc/cxiosync does not exist at all (what the daemon starts with, so --check-config
+// says so rather than failing).
+Result<Config> configOrDefaults(const Options& o) {
+  auto cfg = checkConfigPath(o.configPath);
+  if (!cfg && cfg.error().code == ENOENT && o.configPath == Options{}.configPath)
+    return Config{builtinGlobalSettings(), {}, {}, {}};
+  return cfg;
+}
+
+// Issue 27: a host where nothing can work is refused before "ready" (preflight.h).
+Status refuseUnsupportedHost(const Options& o, const Config& cfg) {
+  if (auto st = checkCgroupRoot(o.cgroupRoot); !st) return st;
+  if (o.detector.value_or(cfg.global.detector) == DetectorKind::Tracefs)
+    return checkTracefsRoot(o.tracefsRoot);
+  return Ok{};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,7 +82,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (o.checkConfig) {
-    auto cfg = checkConfigPath(o.configPath);
+    auto cfg = configOrDefaults(o);
     if (!cfg) {
       std::fprintf(stderr, "cxiosyncd: invalid configuration: %s\n", cfg.error().message.c_str());
       return kExitBadConfig;
@@ -90,11 +110,7 @@ int main(int argc, char** argv) {
   ls.target = o.foreground ? LogTarget::Stderr : LogTarget::Auto;
   setupLogging(ls);
 
-  auto cfg = checkConfigPath(o.configPath);
-  if (!cfg && cfg.error().code == ENOENT && o.configPath == Options{}.configPath) {
-    // No /etc/cxiosync at all: built-in defaults.
-    cfg = Config{builtinGlobalSettings(), {}, {}, {}};
-  }
+  auto cfg = configOrDefaults(o);
   if (!cfg) {
     spdlog::critical("invalid configuration: {}", cfg.error().message);
     shutdownLogging();
@@ -111,6 +127,13 @@ int main(int argc, char** argv) {
     if (o.detector) obs.settings.detector = *o.detector;
     shutdownLogging();
     return runObserve(obs);
+  }
+
+  if (auto st = refuseUnsupportedHost(o, *cfg); !st) {
+    spdlog::critical("cannot start: {}", st.error().message);
+    Notifier().status("cannot start: " + st.error().message);
+    shutdownLogging();
+    return kExitUnsupported;
   }
 
   int rc = kExitFailure;

@@ -16,7 +16,8 @@ cgroup waits on that cgroup's throttled writeback, the limit is lifted, then res
 Options:
   --config=PATH          config directory (cxiosync.yaml + cxiosync.d/*.yaml; default
                          /etc/cxiosync, built-in defaults when absent) or one YAML file
-  --check-config         validate the configuration and exit (0 valid, 6 invalid)
+  --check-config [PATH]  validate the configuration (PATH, else --config's) and exit
+                         (0 valid, 6 invalid; no /etc/cxiosync: the built-in defaults)
   --cgroup-root=DIR      cgroup2 mount (default /sys/fs/cgroup)
   --proc-root=DIR        procfs (default /proc)
   --sys-root=DIR         sysfs (default /sys)
@@ -45,7 +46,8 @@ Options:
   -h, --help             this text
 
 Exit status: 0 ok, 1 runtime failure, 2 bad command line, 3 lost the D-Bus connection
-(boosts restored; systemd restarts it), 6 invalid configuration.
+(boosts restored; systemd restarts it), 5 the host lacks what it needs (no cgroup2 io
+controller, or detector tracefs without tracefs), 6 invalid configuration.
 )";
 }
 
@@ -204,14 +206,18 @@ Status applyValue(Options& o, const CliArg& a) {
 
 Result<Options> parseOptions(const std::vector<std::string>& args) {
   Options o;
+  std::vector<std::string> positional;
+  bool configGiven = false;
   CommandLine cl(args, "h", longOptions());
   while (true) {
     auto a = cl.next();
     if (!a) return makeError(a.error().message + " (see --help)");
     if (!*a) break;
     const CliArg& arg = **a;
-    if (arg.id == CliArg::kPositional)
-      return makeError("unexpected argument '" + arg.name + "' (see --help)");
+    if (arg.id == CliArg::kPositional) {
+      positional.push_back(arg.name);
+      continue;
+    }
     if (bool* flag = flagTarget(o, arg.id)) {
       *flag = true;
       continue;
@@ -219,12 +225,19 @@ Result<Options> parseOptions(const std::vector<std::string>& args) {
     if (arg.value->empty()) return makeError("option " + arg.name + " needs a non-empty value");
     if (std::string* path = pathTarget(o, arg.id)) {
       *path = *arg.value;
+      configGiven = configGiven || arg.id == kConfig;
       continue;
     }
     if (auto st = applyValue(o, arg); !st) return st.error();
   }
-  if (!cl.rest().empty())
-    return makeError("unexpected argument '" + cl.rest()[0] + "' (see --help)");
+  for (const auto& r : cl.rest()) positional.push_back(r);
+  // `cxiosyncd --check-config PATH` (the documented form; --config=PATH works too).
+  if (o.checkConfig && positional.size() == 1 && !configGiven) {
+    o.configPath = positional[0];
+    positional.clear();
+  }
+  if (!positional.empty())
+    return makeError("unexpected argument '" + positional[0] + "' (see --help)");
   return o;
 }
 

@@ -375,7 +375,7 @@ int Runner::checkConfig() {
   const std::string& path = inv_.args[0];
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return fail(kExitFailure, "Cannot read " + path + ": " + std::strerror(errno));
+    return fail(kExitBadConfig, "Cannot read " + path + ": " + std::strerror(errno));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -384,9 +384,9 @@ int Runner::checkConfig() {
     printJson(recordJson({{"file", Cell::bytes(path)},
                           {"valid", Cell::boolean(st.ok())},
                           {"error", st.ok() ? Cell::null() : Cell::text(st.error().message)}}));
-    return st.ok() ? kExitOk : kExitFailure;
+    return st.ok() ? kExitOk : kExitBadConfig;
   }
-  if (!st) return fail(kExitFailure, st.error().message);
+  if (!st) return fail(kExitBadConfig, st.error().message);
   say(path + ": OK");
   return kExitOk;
 }
@@ -442,7 +442,8 @@ std::string usage() {
       "     --bus=system|session|ADDRESS  Which bus to talk on (default: system)\n"
       "     --user[=UID|USER]      CG names a unit of this user's manager (default: you)\n"
       "\nExit status: 0 ok, 1 failure, 2 invalid arguments, 4 permission denied,\n"
-      "7 daemon not running; status: 0 running, 3 not running.\n";
+      "6 invalid configuration (check-config), 7 daemon not running;\n"
+      "status: 0 running, 3 not running.\n";
   return out;
 }
 

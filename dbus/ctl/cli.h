@@ -19,6 +19,7 @@ enum ExitCode : int {
   kExitInvalidArgs = 2,
   kExitNotRunningLsb = 3,  // `status` only: the daemon is not running
   kExitPermission = 4,     // also `status`: state unknown (cannot reach the bus)
+  kExitBadConfig = 6,      // check-config: invalid or unreadable (as cxiosyncd --check-config)
   kExitNotRunning = 7,
 };
 

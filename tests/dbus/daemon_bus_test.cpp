@@ -8,14 +8,18 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -114,6 +118,8 @@ class RealDaemon : public ::testing::Test {
     for (const char* d : {"cg/backup.slice", "cg/cg1", "cg/cg2", "cg/system.slice", "proc", "sys",
                           "trace", "run", "state", "config"})
       fs::create_directories(tmp_ / d);
+    // A cgroup2 root with the io controller (cxiosyncd refuses any other: issue 27).
+    std::ofstream(tmp_ / "cg/cgroup.controllers") << "cpuset cpu io memory pids\n";
     std::ofstream(tmp_ / "cg/cg1/io.max") << "8:0 rbps=max wbps=1048576 riops=max wiops=max\n";
     std::ofstream(tmp_ / "cg/cg1/memory.stat") << "file_dirty 8192\nfile_writeback 4096\n";
     fs::create_directory_symlink("cg1", tmp_ / "cg/link.slice");
@@ -626,6 +632,103 @@ TEST_F(RealDaemon, RunsWithoutABus) {
   EXPECT_NE(log().find("cxiosyncd ready"), std::string::npos) << log();
   EXPECT_EQ(waitpid(daemon_, nullptr, WNOHANG), 0) << "still running";
   stopDaemon();
+}
+
+// Issue 27 item 2: a host where nothing can work is refused at start, before the bus name and
+// "ready": one line naming the fix, exit 5 (kExitUnsupported, not restarted by the unit), and
+// STATUS= for systemd. On the old code the daemon said "ready" over a hybrid layout and
+// `list` showed the v1 hierarchies as cgroups.
+TEST_F(RealDaemon, RefusesAHostWithoutTheCgroup2IoControllerOrAForcedTracefs) {
+  // sd_notify's socket, as systemd passes it.
+  const std::string sock = (tmp_ / "notify").string();
+  int nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(nfd, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock.c_str());
+  ASSERT_EQ(bind(nfd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  setenv("NOTIFY_SOCKET", sock.c_str(), 1);
+  auto refused = [&](std::vector<std::string> extra, const std::string& why) {
+    SCOPED_TRACE(why);
+    auto argv = daemonArgv(address_);
+    for (const auto& e : extra) {
+      const std::string prefix = e.substr(0, e.find('=') + 1);
+      std::erase_if(argv, [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
+      argv.push_back(e);
+    }
+    auto r = run(argv, tmp_.string());
+    EXPECT_EQ(r.rc, 5) << r.out << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+    char buf[4096];
+    ssize_t n = recv(nfd, buf, sizeof buf, 0);
+    std::string msg = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    EXPECT_EQ(msg.rfind("STATUS=cannot start: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("READY=1"), std::string::npos) << msg;
+    auto client = dbus::Client::connect(dbus::BusTarget::at(address_));
+    EXPECT_FALSE(client->daemonRunning());
+    return r.err;
+  };
+  const std::string fix = "boot with systemd.unified_cgroup_hierarchy=1";
+  // This host's own /sys/fs/cgroup, when it is hybrid or legacy (the dev host is).
+  std::ifstream real("/sys/fs/cgroup/cgroup.controllers");
+  std::string controllers;
+  std::getline(real, controllers);
+  if (!real || (" " + controllers + " ").find(" io ") == std::string::npos) {
+    std::string err = refused({"--cgroup-root=/sys/fs/cgroup"}, fix);
+    if (fs::is_directory("/sys/fs/cgroup/unified")) {
+      EXPECT_NE(err.find("hybrid cgroup layout"), std::string::npos) << err;
+    }
+  } else {
+    std::cout << "(this host has cgroup2 with io at /sys/fs/cgroup: that case not run)\n";
+  }
+  // A tree without cgroup.controllers (not cgroup2), and one where io is not available.
+  fs::remove(tmp_ / "cg/cgroup.controllers");
+  refused({}, "not a cgroup2 mount; " + fix);
+  std::ofstream(tmp_ / "cg/cgroup.controllers") << "cpuset cpu memory pids\n";
+  refused({}, "'cpuset cpu memory pids'");
+  std::ofstream(tmp_ / "cg/cgroup.controllers") << "cpuset cpu io memory pids\n";
+  // detector tracefs forced, and no tracefs at --tracefs-root (an empty directory).
+  refused({"--detector=tracefs"},
+          "detector: tracefs, but no tracefs at " + tmp_.string() + "/trace");
+  unsetenv("NOTIFY_SOCKET");
+  close(nfd);
+  // With io listed, the same tree starts.
+  startDaemon();
+  EXPECT_EQ(ctl({"status"}).rc, 0);
+}
+
+// `cxiosyncd --check-config PATH` as documented (it said "unexpected argument"), and the same
+// exit status as `cxiosyncctl check-config` for the same invalid file (6; cxiosyncctl said 1).
+TEST_F(RealDaemon, CheckConfigTakesAPathAndAgreesWithCxiosyncctl) {
+  const std::string good = (tmp_ / "config/cxiosync.yaml").string();
+  auto r = run({kDaemon, "--check-config", good}, tmp_.string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(good), std::string::npos) << r.out;
+  r = run({kDaemon, "--check-config", (tmp_ / "config").string()}, tmp_.string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const std::string bad = (tmp_ / "bad.yaml").string();
+  std::ofstream(bad) << "cgroups:\n  /cg2:\n    boost: maybe\n";
+  auto d = run({kDaemon, "--check-config", bad}, tmp_.string());
+  auto c = run({kCtl, "check-config", bad}, tmp_.string());
+  EXPECT_EQ(d.rc, 6) << d.err;
+  EXPECT_EQ(c.rc, d.rc) << c.err;
+  EXPECT_NE(c.err.find("invalid value 'maybe'"), std::string::npos) << c.err;
+  const std::string missing = (tmp_ / "nope.yaml").string();
+  EXPECT_EQ(run({kCtl, "check-config", missing}, tmp_.string()).rc,
+            run({kDaemon, "--check-config", missing}, tmp_.string()).rc);
+  // A positional argument is only the --check-config PATH; two paths are a usage error.
+  EXPECT_EQ(run({kDaemon, good}, tmp_.string()).rc, 2);
+  EXPECT_EQ(run({kDaemon, "--check-config", "--config=" + good, good}, tmp_.string()).rc, 2);
+  // No /etc/cxiosync: the daemon starts on the built-in defaults, so the check says OK.
+  if (!fs::exists("/etc/cxiosync")) {
+    r = run({kDaemon, "--check-config"}, tmp_.string());
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("built-in defaults"), std::string::npos) << r.out;
+  } else {
+    std::cout << "(/etc/cxiosync exists here: the no-config case not run)\n";
+  }
 }
 
 }  // namespace

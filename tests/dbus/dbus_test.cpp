@@ -931,12 +931,12 @@ TEST(DbusLocal, CheckConfigNeedsNoDaemon) {
   std::string bad = ::testing::TempDir() + "/bad.yaml";
   std::ofstream(bad) << "detector: sometimes\n";
   r = run({kCtl, "check-config", bad});
-  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.rc, 6);
   EXPECT_NE(r.err.find(bad + ":1"), std::string::npos) << r.err;
   r = run({kCtl, "check-config", bad, "--json=short"});
-  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.rc, 6);
   EXPECT_NE(r.out.find("\"valid\":false"), std::string::npos) << r.out;
-  EXPECT_EQ(run({kCtl, "check-config", "/nonexistent.yaml"}).rc, 1);
+  EXPECT_EQ(run({kCtl, "check-config", "/nonexistent.yaml"}).rc, 6);
   EXPECT_EQ(run({kCtl, "--bus=unix:path=/nonexistent", "list"}).rc, 7);
 }
 

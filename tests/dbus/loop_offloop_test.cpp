@@ -93,6 +93,7 @@ class LoopOffLoop : public ::testing::Test {
     for (const char* d :
          {"cg/slow", "cg/system.slice", "proc", "trace", "run", "state", "config", "units", "mnt"})
       fs::create_directories(tmp_ / d);
+    std::ofstream(tmp_ / "cg/cgroup.controllers") << "cpu io memory pids\n";
     std::ofstream(tmp_ / "cg/slow/io.max") << kLimited;
     std::ofstream(tmp_ / "cg/slow/memory.stat") << "file_dirty 536870912\nfile_writeback 0\n";
     std::ofstream(tmp_ / "data.img") << std::string(1 << 20, '\0');

@@ -13,6 +13,8 @@ for d in cg/backup.slice cg/system.slice cg/user.slice cg/init.scope cg/cg1 cg/c
 	proc sys trace run state config; do
 	mkdir -p "$T/$d"
 done
+# A cgroup2 root with the io controller (cxiosyncd refuses any other).
+printf 'cpuset cpu io memory pids\n' >"$T/cg/cgroup.controllers"
 printf '8:0 rbps=max wbps=1048576 riops=max wiops=max\n' >"$T/cg/backup.slice/io.max"
 printf 'file_dirty 4096\nfile_writeback 0\n' >"$T/cg/backup.slice/memory.stat"
 : >"$T/cg/cg2/io.max"

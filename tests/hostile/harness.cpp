@@ -130,6 +130,7 @@ Harness::Harness(std::string sourceDir, std::string daemon)
   std::ofstream(dir_ / "cg/backup.slice/io.max")
       << "8:0 rbps=max wbps=1048576 riops=max wiops=max\n";
   std::ofstream(dir_ / "cg/backup.slice/memory.stat") << "file_dirty 4096\nfile_writeback 0\n";
+  std::ofstream(dir_ / "cg/cgroup.controllers") << "cpu io memory pids\n";  // cgroup2 with io
   std::ofstream(dir_ / "cg/cg1/io.max") << "8:0 rbps=max wbps=2097152 riops=max wiops=max\n";
   std::ofstream(dir_ / "cg/cg2/io.max");
   fs::create_directory_symlink("backup.slice", dir_ / "cg/link.slice");

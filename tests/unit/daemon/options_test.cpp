@@ -20,6 +20,21 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(o->checkConfig);
 }
 
+// `cxiosyncd --check-config PATH`, as the docs have always written it (issue 27: the old
+// parser said "unexpected argument").
+TEST(OptionsTest, CheckConfigTakesAPositionalPath) {
+  auto o = parseOptions({"--check-config", "/tmp/x.yaml"});
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_TRUE(o->checkConfig);
+  EXPECT_EQ(o->configPath, "/tmp/x.yaml");
+  o = parseOptions({"/tmp/x.yaml", "--check-config"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->configPath, "/tmp/x.yaml");
+  EXPECT_FALSE(parseOptions({"/tmp/x.yaml"}));  // only with --check-config
+  EXPECT_FALSE(parseOptions({"--check-config", "/a", "/b"}));
+  EXPECT_FALSE(parseOptions({"--check-config", "--config=/a", "/b"}));
+}
+
 TEST(OptionsTest, AllFlagsBothSpellings) {
   auto o = parseOptions({"--config=/c.yaml", "--cgroup-root", "/cg", "--proc-root=/p",
                          "--sys-root=/s", "--tracefs-root=/t", "--run-dir", "/r", "--dev-root=/d",
