@@ -8,6 +8,7 @@
 #   bash scripts/demo.sh                 (Debian 12's own kernel, 6.1; DEMO_SIZES="8,16,32")
 #   bash scripts/demo.sh --kernel 6.12   (Debian 13's kernel, fetched once by
 #                                         scripts/fetch-kernel.sh into a cache, not installed)
+#   bash scripts/demo.sh --kernel 7.2    (Debian's 7.2 from trixie-backports, the same way)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
@@ -15,9 +16,9 @@ src=$(pwd)
 kernel=
 case "${1:-}" in
 "") ;;
---kernel) kernel=${2:?--kernel wants a series, e.g. 6.12} ;;
+--kernel) kernel=${2:?--kernel wants a series, e.g. 6.12 or 7.2} ;;
 --kernel=*) kernel=${1#--kernel=} ;;
-*) echo "usage: $0 [--kernel 6.12]" >&2; exit 2 ;;
+*) echo "usage: $0 [--kernel 6.12|7.2]" >&2; exit 2 ;;
 esac
 
 bash scripts/install-deps.sh

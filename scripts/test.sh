@@ -21,15 +21,17 @@ bash scripts/install-deps.sh
 
 jobs=$(nproc)
 # Network- and disk-bound set-up runs behind the compiles (about 8 min on a fresh machine:
-# debootstrap and apt in the trixie root; Debian's 6.12 kernel and node exporter for the VM
-# tier); the steps
-# that use them wait for them below. Both are cached, so later runs finish at once.
+# debootstrap and apt in the trixie root; Debian's 6.12 and 7.2 kernels and node exporter for
+# the VM tier); the steps that use them wait for them below. All are cached, so later runs
+# finish at once.
 prefetch_dir=$(mktemp -d)
 trap 'rm -rf "$prefetch_dir"' EXIT
 bash scripts/debian13-root.sh --root-only >"$prefetch_dir/root.log" 2>&1 &
 root_pid=$!
 bash scripts/fetch-kernel.sh --series 6.12 >"$prefetch_dir/kernel.log" 2>&1 &
 kernel_pid=$!
+bash scripts/fetch-kernel.sh --series 7.2 >"$prefetch_dir/kernel72.log" 2>&1 &
+kernel72_pid=$!
 bash scripts/fetch-node-exporter.sh >"$prefetch_dir/node-exporter.log" 2>&1 &
 exporter_pid=$!
 wait_prefetch() { # PID LOG WHAT
@@ -61,9 +63,10 @@ cmake --build --preset default -j"$jobs"
 
 # The tests run only once the background set-up is done: a test beside dpkg's unpacking
 # would have its timings skewed.
-phase "wait for the trixie root, the 6.12 kernel, node exporter"
+phase "wait for the trixie root, the 6.12 and 7.2 kernels, node exporter"
 wait_prefetch "$root_pid" "$prefetch_dir/root.log" "trixie root"
 wait_prefetch "$kernel_pid" "$prefetch_dir/kernel.log" "6.12 kernel"
+wait_prefetch "$kernel72_pid" "$prefetch_dir/kernel72.log" "7.2 kernel"
 wait_prefetch "$exporter_pid" "$prefetch_dir/node-exporter.log" "node exporter"
 
 phase "ASan/UBSan unit tier"
@@ -80,9 +83,10 @@ CXIOSYNC_TRIXIE_JOBS=$jobs bash scripts/debian13-root.sh || rc=$?
 phase "default build: every tier but the VM tier"
 # The other tiers first and alone: a unit or dbus test beside a TCG guest skews its timings.
 ctest --preset default --timeout 900 -LE '^vm$' || rc=$?
-phase "VM tier (host kernel and 6.12, two boots at a time)"
-# Kernel matrix: host kernel + Debian's 6.12 (fetched above by scripts/fetch-kernel.sh into a
-# cache outside the tree; see tests/vm/CMakeLists.txt).
+phase "VM tier (host kernel, 7.2 and 6.12, two boots at a time)"
+# Kernel matrix: every scenario on the host kernel and Debian's 7.2, the Debian 13 guest and
+# the throttling and loop scenarios on 6.12 (fetched above by scripts/fetch-kernel.sh into a
+# cache outside the tree; see tests/vm/CMakeLists.txt and tests/vm/README.md).
 ctest --preset default --timeout 900 -L '^vm$' -j2 || rc=$?
 phase end
 echo "== phase times"
