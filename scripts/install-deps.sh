@@ -23,6 +23,9 @@ PACKAGES=(
   scdoc man-db groff-base bsdextrautils lintian
   # the Debian 13 job (scripts/debian13-root.sh): a trixie root made from Debian's archive
   debootstrap
+  # the OCI image (scripts/build-image.sh: a root of Debian packages, packed without a
+  # registry) and the offline check of deploy/kubernetes/ against the API's typed models
+  mmdebstrap umoci python3-kubernetes
 )
 
 missing=()

@@ -34,6 +34,9 @@ bash scripts/fetch-kernel.sh --series 7.2 >"$prefetch_dir/kernel72.log" 2>&1 &
 kernel72_pid=$!
 bash scripts/fetch-node-exporter.sh >"$prefetch_dir/node-exporter.log" 2>&1 &
 exporter_pid=$!
+# The OCI image's base (ctest deploy.image): Debian's runtime libraries, extracted (~15 s).
+bash scripts/build-image.sh --base-only >"$prefetch_dir/image-base.log" 2>&1 &
+image_base_pid=$!
 wait_prefetch() { # PID LOG WHAT
   if ! wait "$1"; then
     echo "test.sh: $3 failed:" >&2
@@ -63,11 +66,12 @@ cmake --build --preset default -j"$jobs"
 
 # The tests run only once the background set-up is done: a test beside dpkg's unpacking
 # would have its timings skewed.
-phase "wait for the trixie root, the 6.12 and 7.2 kernels, node exporter"
+phase "wait for the trixie root, the 6.12 and 7.2 kernels, node exporter, image base"
 wait_prefetch "$root_pid" "$prefetch_dir/root.log" "trixie root"
 wait_prefetch "$kernel_pid" "$prefetch_dir/kernel.log" "6.12 kernel"
 wait_prefetch "$kernel72_pid" "$prefetch_dir/kernel72.log" "7.2 kernel"
 wait_prefetch "$exporter_pid" "$prefetch_dir/node-exporter.log" "node exporter"
+wait_prefetch "$image_base_pid" "$prefetch_dir/image-base.log" "image base"
 
 phase "ASan/UBSan unit tier"
 # Every test step from here runs even if one before it fails (one CI run shows every
