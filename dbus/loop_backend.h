@@ -23,25 +23,27 @@
 #include <string>
 #include <vector>
 
+#include "policy/blockdev/block_device.h"
+#include "policy/blockdev/loop_vocab.h"
 #include "policy/result.h"
 
 namespace cxiosync::dbus {
 
-inline constexpr uint32_t kUnknownUid = UINT32_MAX;
+using cxiosync::kUnknownUid;
 
 // Options of a new loop device, as the caller gave them (validated by BusServer).
 struct LoopSetupOptions {
   bool readOnly = false;
   uint64_t offset = 0;
   uint64_t sizeLimit = 0;
-  uint32_t blockSize = 0;         // 0 = chosen by the daemon
-  std::string directIo = "auto";  // "auto" | "on" | "off"
+  uint32_t blockSize = 0;  // 0 = chosen by the daemon
+  DirectIoMode directIo = DirectIoMode::Auto;
   bool autoclear = false;
   bool partscan = false;
-  std::string backend = "auto";  // "kernel" | "nbd" | "auto" (daemon/blockdev/backend.h)
-  uint32_t workers = 0;          // 0 = not asked (1); else 1..16
-  uint32_t queueDepth = 0;       // kernel loop nr_requests; 0 = the kernel's default
-  uint32_t nbdTimeoutSec = 0;    // nbd I/O timeout; 0 = the backend's default
+  BackendKind backend = BackendKind::Auto;  // daemon/blockdev/backend.h
+  uint32_t workers = 0;                     // 0 = not asked (1); else 1..kMaxLoopWorkers
+  uint32_t queueDepth = 0;                  // kernel loop nr_requests; 0 = the kernel's default
+  uint32_t nbdTimeoutSec = 0;               // nbd I/O timeout; 0 = the backend's default
   // nbd: where the server runs, so its backing I/O is charged there: "caller" (the caller's
   // cgroup) | "daemon" | "" (default: caller for uid != 0, daemon for uid 0).
   std::string serverCgroup;
@@ -49,31 +51,9 @@ struct LoopSetupOptions {
   uint32_t callerPid = 0;
 };
 
-// One loop device as the org.cxiosync1.Loop properties show it.
-struct LoopInfo {
-  std::string name;         // "loop3"
-  std::string device;       // "/dev/loop3"
-  std::string backingFile;  // display only
-  uint64_t offset = 0, sizeLimit = 0, sizeBytes = 0;
-  bool readOnly = false, autoclear = false, partscan = false;
-  bool directIo = false;        // effective
-  std::string directIoMode;     // requested at setup ("" for foreign)
-  std::string directIoNote;     // why off although requested
-  uint32_t blockSize = 0;       // effective logical block size
-  std::string blockSizeSource;  // "" for foreign
-  uint32_t setupByUid = kUnknownUid;
-  uint64_t setupRealtimeUsec = 0;
-  bool foreign = true;
-  std::string foreignOwner;                // "snap" | "systemd" | "udisks" | "manual" | ""
-  std::string backingDevice, backingDisk;  // "MAJ:MIN" or ""
-  uint32_t requestDepth = 0;
-  std::string backend = "kernel";
-  uint32_t workers = 1;     // threads doing backing I/O (kernel loop: 1 per issuing cgroup)
-  uint32_t queueDepth = 0;  // requests the device accepts at once (queue/nr_requests)
-  bool workersSettable = false, queueDepthSettable = false;  // live, by this backend
-  std::string serverCgroup;  // nbd: the server's cgroup v2 path; "" otherwise
-  bool bound = true;         // not on the wire: false after a change that detached the device
-};
+// One device as the org.cxiosync1.Loop properties show it: the one device model
+// (policy/blockdev/block_device.h); dbus/loop_props.h maps its fields to the properties.
+using LoopInfo = BlockDevice;
 
 // A file descriptor owned by whoever holds this (closed on destruction). Move-only.
 class OwnedFd {

@@ -9,6 +9,7 @@
 
 #include "cxiosync1_adaptor.h"  // generated from org.cxiosync1.xml
 #include "dbus/bus_server.h"
+#include "dbus/loop_props.h"
 #include "dbus/reply.h"
 #include "dbus/sdbus_compat.h"
 
@@ -60,14 +61,14 @@ bool fdHeadroom(size_t* open, size_t* limit) {
 }
 
 std::string describeSetup(const LoopSetupOptions& o) {
-  std::string s = "direct_io=" + o.directIo;
+  std::string s = std::string("direct_io=") + directIoModeName(o.directIo);
   if (o.readOnly) s += " read_only";
   if (o.offset) s += " offset=" + std::to_string(o.offset);
   if (o.sizeLimit) s += " size_limit=" + std::to_string(o.sizeLimit);
   if (o.blockSize) s += " block_size=" + std::to_string(o.blockSize);
   if (o.autoclear) s += " autoclear";
   if (o.partscan) s += " partscan";
-  if (o.backend != "auto") s += " backend=" + o.backend;
+  if (o.backend != BackendKind::Auto) s += std::string(" backend=") + backendKindName(o.backend);
   if (o.workers) s += " workers=" + std::to_string(o.workers);
   if (o.queueDepth) s += " queue_depth=" + std::to_string(o.queueDepth);
   if (o.nbdTimeoutSec) s += " nbd_timeout=" + std::to_string(o.nbdTimeoutSec);
@@ -288,11 +289,11 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
            });
   }
   void SetWorkers(sdbus::Result<>&& result, uint32_t workers, wire::Options options) override {
-    if (workers < 1 || workers > wire::kMaxWorkers) {
+    if (workers < 1 || workers > static_cast<uint32_t>(kMaxLoopWorkers)) {
       auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
       replyError(shared, loopError(LoopErrorKind::InvalidArgument,
                                    "workers " + std::to_string(workers) + " is not between 1 and " +
-                                       std::to_string(wire::kMaxWorkers)));
+                                       std::to_string(static_cast<uint32_t>(kMaxLoopWorkers))));
       return;
     }
     change(std::move(result), "SetWorkers", options,
@@ -341,93 +342,14 @@ class LoopObject final : public sdbus::AdaptorInterfaces<org::cxiosync1::Loop_ad
         });
   }
 
-  std::string Device() override {
-    return prop<std::string>("Device", [](const LoopInfo& d) { return wire::text(d.device); });
+  // The property getters the IDL asks for, one per row of the table (loop_props.h).
+#define CXIOSYNC_LOOP_GETTER(P, field, key)                              \
+  decltype(wire::wireValue(LoopInfo{}.field)) P() override {             \
+    return prop<decltype(wire::wireValue(LoopInfo{}.field))>(            \
+        #P, [](const LoopInfo& d) { return wire::wireValue(d.field); }); \
   }
-  std::string BackingFile() override {
-    return prop<std::string>("BackingFile",
-                             [](const LoopInfo& d) { return wire::text(d.backingFile); });
-  }
-  uint64_t Offset() override {
-    return prop<uint64_t>("Offset", [](const LoopInfo& d) { return d.offset; });
-  }
-  uint64_t SizeLimit() override {
-    return prop<uint64_t>("SizeLimit", [](const LoopInfo& d) { return d.sizeLimit; });
-  }
-  uint64_t Size() override {
-    return prop<uint64_t>("Size", [](const LoopInfo& d) { return d.sizeBytes; });
-  }
-  bool ReadOnly() override {
-    return prop<bool>("ReadOnly", [](const LoopInfo& d) { return d.readOnly; });
-  }
-  bool Autoclear() override {
-    return prop<bool>("Autoclear", [](const LoopInfo& d) { return d.autoclear; });
-  }
-  bool PartScan() override {
-    return prop<bool>("PartScan", [](const LoopInfo& d) { return d.partscan; });
-  }
-  bool DirectIO() override {
-    return prop<bool>("DirectIO", [](const LoopInfo& d) { return d.directIo; });
-  }
-  std::string DirectIOMode() override {
-    return prop<std::string>("DirectIOMode",
-                             [](const LoopInfo& d) { return wire::text(d.directIoMode); });
-  }
-  std::string DirectIONote() override {
-    return prop<std::string>("DirectIONote",
-                             [](const LoopInfo& d) { return wire::text(d.directIoNote); });
-  }
-  uint32_t BlockSize() override {
-    return prop<uint32_t>("BlockSize", [](const LoopInfo& d) { return d.blockSize; });
-  }
-  std::string BlockSizeSource() override {
-    return prop<std::string>("BlockSizeSource",
-                             [](const LoopInfo& d) { return wire::text(d.blockSizeSource); });
-  }
-  uint32_t SetupByUid() override {
-    return prop<uint32_t>("SetupByUid", [](const LoopInfo& d) { return d.setupByUid; });
-  }
-  uint64_t SetupRealtimeUsec() override {
-    return prop<uint64_t>("SetupRealtimeUsec",
-                          [](const LoopInfo& d) { return d.setupRealtimeUsec; });
-  }
-  bool Foreign() override {
-    return prop<bool>("Foreign", [](const LoopInfo& d) { return d.foreign; });
-  }
-  std::string ForeignOwner() override {
-    return prop<std::string>("ForeignOwner",
-                             [](const LoopInfo& d) { return wire::text(d.foreignOwner); });
-  }
-  std::string BackingDevice() override {
-    return prop<std::string>("BackingDevice",
-                             [](const LoopInfo& d) { return wire::text(d.backingDevice); });
-  }
-  std::string BackingDisk() override {
-    return prop<std::string>("BackingDisk",
-                             [](const LoopInfo& d) { return wire::text(d.backingDisk); });
-  }
-  uint32_t RequestDepth() override {
-    return prop<uint32_t>("RequestDepth", [](const LoopInfo& d) { return d.requestDepth; });
-  }
-  std::string Backend() override {
-    return prop<std::string>("Backend", [](const LoopInfo& d) { return wire::text(d.backend); });
-  }
-  uint32_t Workers() override {
-    return prop<uint32_t>("Workers", [](const LoopInfo& d) { return d.workers; });
-  }
-  uint32_t QueueDepth() override {
-    return prop<uint32_t>("QueueDepth", [](const LoopInfo& d) { return d.queueDepth; });
-  }
-  bool WorkersSettable() override {
-    return prop<bool>("WorkersSettable", [](const LoopInfo& d) { return d.workersSettable; });
-  }
-  bool QueueDepthSettable() override {
-    return prop<bool>("QueueDepthSettable", [](const LoopInfo& d) { return d.queueDepthSettable; });
-  }
-  std::string ServerCgroup() override {
-    return prop<std::string>("ServerCgroup",
-                             [](const LoopInfo& d) { return wire::text(d.serverCgroup); });
-  }
+  CXIOSYNC_LOOP_PROPERTIES(CXIOSYNC_LOOP_GETTER)
+#undef CXIOSYNC_LOOP_GETTER
 
   LoopServer& server_;
   std::string name_;
@@ -684,7 +606,8 @@ void LoopServer::setupAllowed(
                            describeSetup(options) + ") backed by " + d.backingFile +
                            "; direct I/O " + (d.directIo ? "on" : "off");
         if (!d.directIoNote.empty()) line += " (" + d.directIoNote + ")";
-        line += "; backend " + d.backend + ", " + std::to_string(d.workers) + " worker(s)";
+        line += std::string("; backend ") + backendKindName(d.backend) + ", " +
+                std::to_string(d.workers) + " worker(s)";
         // What the daemon changed or chose (partscan turned off for a non-root caller,
         // the auto rule's reason, ...): the caller's reply has no room for it.
         for (const auto& note : r->notes) line += "; " + note;

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "dbus/loop_props.h"
 #include "dbus/sdbus_compat.h"
 #include "dbus/wire.h"
 #include "policy/quote.h"
@@ -28,73 +29,83 @@ std::string loopNameOfPath(const std::string& path) {
   return validLoopName(name) ? name : std::string();
 }
 
-bool validLoopName(const std::string& name) {
-  const size_t p = name.rfind("loop", 0) == 0 ? 4 : name.rfind("nbd", 0) == 0 ? 3 : 0;
-  if (p == 0 || name.size() <= p || name.size() > p + 9) return false;
-  for (size_t i = p; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-  }
-  return !(name.size() > p + 1 && name[p] == '0');
+std::string wireValue(const std::string& v) {
+  return text(v);
+}
+std::string wireValue(BackendKind v) {
+  return backendKindName(v);
+}
+std::string wireValue(const std::optional<DirectIoMode>& v) {
+  return v ? directIoModeName(*v) : "";
+}
+
+template <class T>
+bool typed(const sdbus::Variant& v, T& out) {
+  if (!v.containsValueOfType<T>()) return false;
+  out = v.get<T>();
+  return true;
+}
+bool fromWireValue(const sdbus::Variant& v, std::string& out) {
+  return typed(v, out);
+}
+bool fromWireValue(const sdbus::Variant& v, uint64_t& out) {
+  return typed(v, out);
+}
+bool fromWireValue(const sdbus::Variant& v, uint32_t& out) {
+  return typed(v, out);
+}
+bool fromWireValue(const sdbus::Variant& v, bool& out) {
+  return typed(v, out);
+}
+// A name this client does not know (a newer daemon's) reads as kernel / none: display only.
+bool fromWireValue(const sdbus::Variant& v, BackendKind& out) {
+  std::string name;
+  if (!typed(v, name)) return false;
+  out = backendKindFromName(name).value_or(BackendKind::Kernel);
+  return true;
+}
+bool fromWireValue(const sdbus::Variant& v, std::optional<DirectIoMode>& out) {
+  std::string name;
+  if (!typed(v, name)) return false;
+  out = directIoModeFromName(name);
+  return true;
+}
+
+namespace {
+
+template <class F>
+std::string signatureOf(F field) {
+  return compat::typeOf(sdbus::Variant(wireValue(field)));
+}
+
+}  // namespace
+
+const std::vector<LoopProperty>& loopProperties() {
+#define CXIOSYNC_LOOP_PROPERTY_ROW(P, field, key)                                    \
+  LoopProperty{#P, signatureOf(LoopInfo{}.field), key,                               \
+               [](const LoopInfo& d) { return sdbus::Variant(wireValue(d.field)); }, \
+               [](LoopInfo& d, const sdbus::Variant& v) { return fromWireValue(v, d.field); }},
+  static const std::vector<LoopProperty> rows = {
+      CXIOSYNC_LOOP_PROPERTIES(CXIOSYNC_LOOP_PROPERTY_ROW)};
+#undef CXIOSYNC_LOOP_PROPERTY_ROW
+  return rows;
 }
 
 LoopProps toWire(const LoopInfo& d) {
   LoopProps p;
-  p["Device"] = sdbus::Variant(text(d.device));
-  p["BackingFile"] = sdbus::Variant(text(d.backingFile));
-  p["Offset"] = sdbus::Variant(d.offset);
-  p["SizeLimit"] = sdbus::Variant(d.sizeLimit);
-  p["Size"] = sdbus::Variant(d.sizeBytes);
-  p["ReadOnly"] = sdbus::Variant(d.readOnly);
-  p["Autoclear"] = sdbus::Variant(d.autoclear);
-  p["PartScan"] = sdbus::Variant(d.partscan);
-  p["DirectIO"] = sdbus::Variant(d.directIo);
-  p["DirectIOMode"] = sdbus::Variant(text(d.directIoMode));
-  p["DirectIONote"] = sdbus::Variant(text(d.directIoNote));
-  p["BlockSize"] = sdbus::Variant(d.blockSize);
-  p["BlockSizeSource"] = sdbus::Variant(text(d.blockSizeSource));
-  p["SetupByUid"] = sdbus::Variant(d.setupByUid);
-  p["SetupRealtimeUsec"] = sdbus::Variant(d.setupRealtimeUsec);
-  p["Foreign"] = sdbus::Variant(d.foreign);
-  p["ForeignOwner"] = sdbus::Variant(text(d.foreignOwner));
-  p["BackingDevice"] = sdbus::Variant(text(d.backingDevice));
-  p["BackingDisk"] = sdbus::Variant(text(d.backingDisk));
-  p["RequestDepth"] = sdbus::Variant(d.requestDepth);
-  p["Backend"] = sdbus::Variant(text(d.backend));
-  p["Workers"] = sdbus::Variant(d.workers);
-  p["QueueDepth"] = sdbus::Variant(d.queueDepth);
-  p["WorkersSettable"] = sdbus::Variant(d.workersSettable);
-  p["QueueDepthSettable"] = sdbus::Variant(d.queueDepthSettable);
-  p["ServerCgroup"] = sdbus::Variant(text(d.serverCgroup));
+  for (const auto& row : loopProperties()) p[row.name] = row.get(d);
   return p;
 }
 
 Result<LoopInfo> loopFromWire(const LoopProps& o) {
   LoopInfo d;
-  std::string bad;
-  bool ok =
-      takeOption(o, "Device", d.device, bad) && takeOption(o, "BackingFile", d.backingFile, bad) &&
-      takeOption(o, "Offset", d.offset, bad) && takeOption(o, "SizeLimit", d.sizeLimit, bad) &&
-      takeOption(o, "Size", d.sizeBytes, bad) && takeOption(o, "ReadOnly", d.readOnly, bad) &&
-      takeOption(o, "Autoclear", d.autoclear, bad) && takeOption(o, "PartScan", d.partscan, bad) &&
-      takeOption(o, "DirectIO", d.directIo, bad) &&
-      takeOption(o, "DirectIOMode", d.directIoMode, bad) &&
-      takeOption(o, "DirectIONote", d.directIoNote, bad) &&
-      takeOption(o, "BlockSize", d.blockSize, bad) &&
-      takeOption(o, "BlockSizeSource", d.blockSizeSource, bad) &&
-      takeOption(o, "SetupByUid", d.setupByUid, bad) &&
-      takeOption(o, "SetupRealtimeUsec", d.setupRealtimeUsec, bad) &&
-      takeOption(o, "Foreign", d.foreign, bad) &&
-      takeOption(o, "ForeignOwner", d.foreignOwner, bad) &&
-      takeOption(o, "BackingDevice", d.backingDevice, bad) &&
-      takeOption(o, "BackingDisk", d.backingDisk, bad) &&
-      takeOption(o, "RequestDepth", d.requestDepth, bad) &&
-      takeOption(o, "Backend", d.backend, bad) && takeOption(o, "Workers", d.workers, bad) &&
-      takeOption(o, "QueueDepth", d.queueDepth, bad) &&
-      takeOption(o, "WorkersSettable", d.workersSettable, bad) &&
-      takeOption(o, "QueueDepthSettable", d.queueDepthSettable, bad) &&
-      takeOption(o, "ServerCgroup", d.serverCgroup, bad);
-  if (!ok)
-    return makeError("daemon sent loop property '" + bad + "' with an unexpected type", EPROTO);
+  for (const auto& row : loopProperties()) {
+    auto it = o.find(row.name);
+    if (it != o.end() && !row.set(d, it->second))
+      return makeError(
+          std::string("daemon sent loop property '") + row.name + "' with an unexpected type",
+          EPROTO);
+  }
   auto slash = d.device.rfind('/');
   d.name = slash == std::string::npos ? d.device : d.device.substr(slash + 1);
   return d;
@@ -126,9 +137,21 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
     } else if (key == "block_size") {
       if (st = want("u"); st) opt.blockSize = v.get<uint32_t>();
     } else if (key == "direct_io") {
-      if (st = want("s"); st) opt.directIo = v.get<std::string>();
+      if (st = want("s"); st) {
+        const std::string name = v.get<std::string>();
+        if (auto m = directIoModeFromName(name))
+          opt.directIo = *m;
+        else
+          st = invalid("direct_io " + quoteForMessage(name) + " is not one of: auto, on, off");
+      }
     } else if (key == "backend") {
-      if (st = want("s"); st) opt.backend = v.get<std::string>();
+      if (st = want("s"); st) {
+        const std::string name = v.get<std::string>();
+        if (auto k = backendKindFromName(name))
+          opt.backend = *k;
+        else
+          st = invalid("backend " + quoteForMessage(name) + " is not one of: auto, kernel, nbd");
+      }
     } else if (key == "workers") {
       if (st = want("u"); st) opt.workers = v.get<uint32_t>();
     } else if (key == "queue_depth") {
@@ -150,30 +173,25 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
     }
     if (!st) return st.error();
   }
-  if (opt.directIo != "auto" && opt.directIo != "on" && opt.directIo != "off") {
-    return invalid("direct_io " + quoteForMessage(opt.directIo) + " is not one of: auto, on, off");
-  }
-  if (opt.backend != "auto" && opt.backend != "kernel" && opt.backend != "nbd") {
-    return invalid("backend " + quoteForMessage(opt.backend) + " is not one of: auto, kernel, nbd");
-  }
-  if (opt.workers > kMaxWorkers) {
+  if (opt.workers > kMaxLoopWorkers) {
     return invalid("workers " + std::to_string(opt.workers) + " is not between 1 and " +
-                   std::to_string(kMaxWorkers) + " (0 = not asked)");
+                   std::to_string(kMaxLoopWorkers) + " (0 = not asked)");
   }
   // The daemon checks the upper bound against the loop module's hw_queue_depth.
-  if (opt.queueDepth != 0 && (opt.queueDepth < 4 || opt.queueDepth > 65536)) {
-    return invalid("queue_depth " + std::to_string(opt.queueDepth) +
-                   " is not between 4 and the loop module's hw_queue_depth (0 = the default)");
+  if (opt.queueDepth != 0 && (opt.queueDepth < kMinQueueDepth || opt.queueDepth > kMaxQueueDepth)) {
+    return invalid("queue_depth " + std::to_string(opt.queueDepth) + " is not between " +
+                   std::to_string(kMinQueueDepth) +
+                   " and the loop module's hw_queue_depth (0 = the default)");
   }
-  if (opt.nbdTimeoutSec > 86400) {
+  if (opt.nbdTimeoutSec > kMaxNbdTimeoutSec) {
     return invalid("nbd_timeout " + std::to_string(opt.nbdTimeoutSec) +
                    " is more than a day (0 = the default)");
   }
-  if (opt.backend == "kernel" && opt.nbdTimeoutSec) {
+  if (opt.backend == BackendKind::Kernel && opt.nbdTimeoutSec) {
     return invalid("nbd_timeout applies to the nbd backend only");
   }
   // A kernel loop device has no server: the loop worker already charges the issuing cgroup.
-  if (opt.backend == "kernel" && !opt.serverCgroup.empty()) {
+  if (opt.backend == BackendKind::Kernel && !opt.serverCgroup.empty()) {
     return invalid(
         "server_cgroup applies to the nbd backend only (a kernel loop device charges "
         "its backing I/O to the cgroup that issued it)");
@@ -181,24 +199,25 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
   // An explicit backend's combinations are bad values too, refused before authorization
   // (docs/dbus-api.md): the backends checked them only after it, so an unprivileged caller
   // was asked for a password (or, without polkit, refused) for a call that could never work.
-  if (opt.backend == "kernel" && opt.workers > 1) {
+  if (opt.backend == BackendKind::Kernel && opt.workers > 1) {
     return invalid("workers " + std::to_string(opt.workers) +
                    " with the kernel backend (one worker per issuing cgroup): use backend nbd");
   }
-  if (opt.backend == "nbd" && (opt.offset || opt.sizeLimit || opt.autoclear || opt.partscan)) {
+  if (opt.backend == BackendKind::Nbd &&
+      (opt.offset || opt.sizeLimit || opt.autoclear || opt.partscan)) {
     return invalid(
         "the nbd backend serves the whole file: no offset, size_limit, autoclear, "
         "partscan");
   }
-  if (opt.backend == "nbd" && opt.queueDepth) {
+  if (opt.backend == BackendKind::Nbd && opt.queueDepth) {
     return invalid(
         "queue_depth is a kernel loop setting; the nbd backend's concurrency is "
         "workers");
   }
-  const uint32_t b = opt.blockSize;
-  if (b != 0 && (b < 512 || b > 65536 || (b & (b - 1)) != 0)) {
-    return invalid("block_size " + std::to_string(b) +
-                   " is not a power of two between 512 and 65536 (0 = let cxiosync choose)");
+  if (!validBlockSize(opt.blockSize)) {
+    return invalid("block_size " + std::to_string(opt.blockSize) +
+                   " is not a power of two between " + std::to_string(kMinBlockSize) + " and " +
+                   std::to_string(kMaxBlockSize) + " (0 = let cxiosync choose)");
   }
   if (opt.offset > static_cast<uint64_t>(INT64_MAX) ||
       opt.sizeLimit > static_cast<uint64_t>(INT64_MAX)) {
@@ -208,7 +227,7 @@ Result<LoopSetupRequest> parseLoopSetupOptions(const std::map<std::string, sdbus
 }
 
 bool loopSetupNeedsCallerPid(const LoopSetupOptions& o, uint32_t uid) {
-  if (o.backend == "kernel") return false;
+  if (o.backend == BackendKind::Kernel) return false;
   return o.serverCgroup == "caller" || (o.serverCgroup.empty() && uid != 0);
 }
 
@@ -219,10 +238,12 @@ std::map<std::string, sdbus::Variant> loopSetupOptionsToWire(const LoopSetupRequ
   if (opt.offset) o["offset"] = sdbus::Variant(opt.offset);
   if (opt.sizeLimit) o["size_limit"] = sdbus::Variant(opt.sizeLimit);
   if (opt.blockSize) o["block_size"] = sdbus::Variant(opt.blockSize);
-  if (opt.directIo != "auto") o["direct_io"] = sdbus::Variant(opt.directIo);
+  if (opt.directIo != DirectIoMode::Auto)
+    o["direct_io"] = sdbus::Variant(std::string(directIoModeName(opt.directIo)));
   if (opt.autoclear) o["autoclear"] = sdbus::Variant(true);
   if (opt.partscan) o["partscan"] = sdbus::Variant(true);
-  if (opt.backend != "auto") o["backend"] = sdbus::Variant(opt.backend);
+  if (opt.backend != BackendKind::Auto)
+    o["backend"] = sdbus::Variant(std::string(backendKindName(opt.backend)));
   if (opt.workers) o["workers"] = sdbus::Variant(opt.workers);
   if (opt.queueDepth) o["queue_depth"] = sdbus::Variant(opt.queueDepth);
   if (opt.nbdTimeoutSec) o["nbd_timeout"] = sdbus::Variant(opt.nbdTimeoutSec);

@@ -23,10 +23,11 @@ inline constexpr const char* kLoopPathPrefix = "/org/cxiosync1/loop/";
 std::string loopObjectPath(const std::string& name);  // "/org/cxiosync1/loop/loop3"
 // "loop3" from the object path; "" when it is not one of ours.
 std::string loopNameOfPath(const std::string& path);
-// Whether `name` is loopN or nbdN (N decimal, no sign, no leading zero, at most 9 digits).
-bool validLoopName(const std::string& name);
+// Whether a name is loopN or nbdN (policy/blockdev/loop_vocab.h).
+using cxiosync::validLoopName;
 
-// Every string goes through wire::text (a backing file's name is any bytes).
+// Through the property table (loop_props.h); every string goes through wire::text (a backing
+// file's name is any bytes).
 LoopProps toWire(const LoopInfo& d);
 // Unknown keys are ignored; a known key with the wrong type is EPROTO.
 Result<LoopInfo> loopFromWire(const LoopProps& props);
@@ -34,7 +35,6 @@ Result<LoopInfo> loopFromWire(const LoopProps& props);
 // Options of LoopSetup (read_only, offset, size_limit, block_size, direct_io, autoclear,
 // partscan, backend, workers, queue_depth, nbd_timeout, interactive). Unknown keys, wrong
 // types, bad values: EINVAL.
-inline constexpr uint32_t kMaxWorkers = 16;  // = kMaxLoopWorkers (daemon/blockdev/backend.h)
 struct LoopSetupRequest {
   LoopSetupOptions options;
   bool interactive = false;

@@ -14,83 +14,6 @@
 
 namespace cxiosync {
 
-dbus::LoopInfo LoopBusBackend::toInfo(const LoopDeviceInfo& d) {
-  dbus::LoopInfo i;
-  const auto& k = d.kernel;
-  i.name = d.name;
-  i.device = d.path;
-  i.backingFile = k.backingFile;
-  i.offset = k.offset;
-  i.sizeLimit = k.sizeLimit;
-  i.sizeBytes = k.sizeBytes;
-  i.readOnly = k.readOnly;
-  i.autoclear = k.autoclear;
-  i.partscan = k.partscan;
-  i.directIo = k.directIo;
-  i.blockSize = k.logicalBlockSize;
-  i.requestDepth = k.requestDepth;
-  i.queueDepth = k.requestDepth;
-  i.workers = d.workers > 0 ? static_cast<uint32_t>(d.workers) : 1;
-  // One loop worker per issuing cgroup (5.14+): no per-device count to change.
-  i.workersSettable = false;
-  i.queueDepthSettable = !d.foreign;
-  i.bound = k.bound;
-  i.foreign = d.foreign;
-  i.foreignOwner = d.foreign ? foreignOwnerName(d.foreignOwner) : "";
-  i.backend = "kernel";
-  if (d.backingDevice) i.backingDevice = d.backingDevice->str();
-  if (d.backingDisk) i.backingDisk = d.backingDisk->str();
-  if (d.record && !d.foreign) {
-    const auto& r = *d.record;
-    i.setupByUid = r.uid;
-    i.setupRealtimeUsec = r.createdUnix > 0 ? static_cast<uint64_t>(r.createdUnix) * 1000000u : 0;
-    i.directIoMode = directIoModeName(r.options.directIo);
-    i.blockSizeSource = blockSizeSourceName(r.blockSizeSource);
-    // The note is about the state at setup; once direct I/O is on it no longer applies.
-    if (!k.directIo) i.directIoNote = r.directIoNote;
-  }
-  return i;
-}
-
-dbus::LoopInfo LoopBusBackend::toInfo(const BlockDeviceInfo& d) {
-  dbus::LoopInfo i;
-  i.name = d.name;
-  i.device = d.path;
-  i.backingFile = d.backingFile;
-  i.sizeBytes = d.sizeBytes;
-  i.readOnly = d.readOnly;
-  i.directIo = d.directIo;
-  i.blockSize = d.blockSize;
-  i.requestDepth = d.queueDepth;
-  i.queueDepth = d.queueDepth;
-  i.workers = d.workers > 0 ? static_cast<uint32_t>(d.workers) : 1;
-  i.workersSettable = d.workersSettableLive;
-  i.queueDepthSettable = false;  // the nbd backend's concurrency is its worker count
-  i.foreign = d.foreign;
-  i.foreignOwner = d.foreign ? "manual" : "";
-  i.backend = d.backend;
-  i.serverCgroup = d.serverCgroup;
-  if (d.setupByUid && !d.foreign) i.setupByUid = *d.setupByUid;
-  if (!d.foreign) i.directIoMode = d.directIo ? "on" : "auto";
-  return i;
-}
-
-namespace {
-
-bool isNbd(const std::string& name) {
-  return static_cast<bool>(parseNbdName(name));
-}
-
-Status notForNbd(const std::string& name, const char* what) {
-  if (!isNbd(name)) return Ok{};
-  return makeError(name + ": " + what +
-                       " is a kernel loop setting; an nbd device's settings are fixed at setup "
-                       "(detach and set it up again)",
-                   ENOTSUP);
-}
-
-}  // namespace
-
 Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, uint32_t uid) {
   if (uid != 0) {
     // No handle on the device for anyone but root (issue 26): an fd on /dev/nbdN or
@@ -112,8 +35,11 @@ Result<dbus::OwnedFd> loopCallerHandle(UniqueFd dev, const std::string& path, ui
   return sysError(errno, "reopen read-only", path);
 }
 
-Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::LoopSetupOptions& o,
-                                                     uint32_t callerUid) {
+namespace {
+
+// The bus's options in the block devices' terms: the one conversion (already validated by
+// wire::parseLoopSetupOptions; BlockDevices::setup validates them once more as a whole).
+Result<BlockSetupOptions> blockOptions(const dbus::LoopSetupOptions& o) {
   BlockSetupOptions bo;
   LoopOptions& lo = bo.loop;
   lo.readOnly = o.readOnly;
@@ -122,19 +48,25 @@ Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::
   lo.blockSize = o.blockSize;
   lo.autoclear = o.autoclear;
   lo.partscan = o.partscan;
-  auto mode = parseDirectIoMode(o.directIo);
-  if (!mode) return makeError(mode.error().message, EINVAL);
-  lo.directIo = *mode;
-  auto kind = parseBackendKind(o.backend);
-  if (!kind) return kind.error();
-  bo.backend = *kind;
-  bo.workers = static_cast<int>(o.workers);
-  bo.queueDepth = o.queueDepth;
+  lo.directIo = o.directIo;
+  lo.queueDepth = o.queueDepth;
+  bo.backend = o.backend;
+  bo.workers = static_cast<int>(std::min<uint32_t>(o.workers, INT32_MAX));
   if (o.nbdTimeoutSec) bo.nbdTimeoutSec = o.nbdTimeoutSec;
   auto where = nbd::parseServerCgroup(o.serverCgroup);
   if (!where) return where.error();
   bo.serverCgroup = *where;
   bo.callerPid = static_cast<pid_t>(std::min<uint32_t>(o.callerPid, INT32_MAX));
+  return bo;
+}
+
+}  // namespace
+
+Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::LoopSetupOptions& o,
+                                                     uint32_t callerUid) {
+  auto bo = blockOptions(o);
+  if (!bo) return bo.error();
+  LoopOptions& lo = bo->loop;
   std::vector<std::string> notes;
   // Partition scanning runs the kernel's partition parsers over the image's bytes and creates
   // loopNpM nodes: an unprivileged caller's image is not trusted that far.
@@ -149,24 +81,17 @@ Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::
         "autoclear is for root only: a non-root caller gets no handle on the device to keep "
         "it alive (device_fd is /dev/null)",
         EPERM);
-  if (auto st = validateLoopOptions(lo); !st) return st.error();
-  auto r = d_.setup(backingFd, bo, callerUid);
+  auto r = d_.setup(backingFd, *bo, callerUid);
   if (!r) return r.error();
   dbus::LoopSetupOutcome out;
-  if (r->device.backend == "nbd") {
-    out.device = toInfo(r->device);
-  } else {
-    auto full = m_.show(r->device.name);
-    if (!full) return full.error();
-    out.device = toInfo(*full);
-  }
+  out.device = std::move(r->device);
   out.notes = std::move(notes);
   out.notes.insert(out.notes.end(), r->notes.begin(), r->notes.end());
-  auto handle = loopCallerHandle(std::move(r->deviceFd), r->device.path, callerUid);
+  auto handle = loopCallerHandle(std::move(r->deviceFd), out.device.device, callerUid);
   if (!handle) {
-    // No read-only handle for the caller: take the device down rather than leave one the
-    // caller cannot hold (autoclear) or hand out write access it did not ask for.
-    (void)d_.detach(r->device.name, callerUid, false);
+    // No read-only handle for root: take the device down rather than leave one it cannot
+    // hold (autoclear).
+    (void)d_.detach(out.device.name, callerUid, false);
     return handle.error();
   }
   out.deviceFd = std::move(*handle);
@@ -174,29 +99,11 @@ Result<dbus::LoopSetupOutcome> LoopBusBackend::setup(int backingFd, const dbus::
 }
 
 Result<std::vector<dbus::LoopInfo>> LoopBusBackend::list(bool includeForeign) {
-  auto r = m_.list(includeForeign);
-  if (!r) return r.error();
-  std::vector<dbus::LoopInfo> out;
-  for (const auto& d : *r) out.push_back(toInfo(d));
-  // No nbd module (or no records yet) is no nbd devices, not a failed list.
-  if (auto n = d_.nbdManager().list(includeForeign))
-    for (const auto& d : *n) out.push_back(toInfo(d));
-  return out;
+  return d_.list(includeForeign);
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::show(const std::string& name) {
-  if (isNbd(name)) {
-    auto n = d_.nbdManager().show(name);
-    if (!n) return n.error();
-    return toInfo(*n);
-  }
-  auto r = m_.show(name);
-  if (!r) return r.error();
-  return toInfo(*r);
-}
-
-Result<dbus::LoopInfo> LoopBusBackend::reread(const std::string& name) {
-  return show(name);
+  return d_.show(name);
 }
 
 dbus::LoopAccessKind LoopBusBackend::access(const dbus::LoopInfo& d, uint32_t callerUid,
@@ -207,60 +114,40 @@ dbus::LoopAccessKind LoopBusBackend::access(const dbus::LoopInfo& d, uint32_t ca
   return dbus::LoopAccessKind::NeedsOthers;
 }
 
-namespace {
-Result<dbus::LoopInfo> info(Result<LoopDeviceInfo> r) {
-  if (!r) return r.error();
-  return LoopBusBackend::toInfo(*r);
-}
-}  // namespace
-
 Result<dbus::LoopInfo> LoopBusBackend::setDirectIO(const std::string& name, bool on,
                                                    uint32_t callerUid, bool force) {
-  if (auto st = notForNbd(name, "direct I/O"); !st) return st.error();
-  return info(m_.setDirectIO(name, on, callerUid, force));
+  return d_.setDirectIO(name, on, callerUid, force);
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setBlockSize(const std::string& name, uint32_t size,
                                                     uint32_t callerUid, bool force) {
-  if (auto st = notForNbd(name, "the block size"); !st) return st.error();
-  return info(m_.setBlockSize(name, size, callerUid, force));
+  return d_.setBlockSize(name, size, callerUid, force);
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setCapacity(const std::string& name, uint32_t callerUid,
                                                    bool force) {
-  if (auto st = notForNbd(name, "the capacity"); !st) return st.error();
-  return info(m_.setCapacity(name, callerUid, force));
+  return d_.setCapacity(name, callerUid, force);
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setAutoclear(const std::string& name, bool on,
                                                     uint32_t callerUid, bool force) {
-  if (auto st = notForNbd(name, "autoclear"); !st) return st.error();
-  return info(m_.setAutoclear(name, on, callerUid, force));
+  return d_.setAutoclear(name, on, callerUid, force);
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setWorkers(const std::string& name, uint32_t workers,
                                                   uint32_t callerUid, bool force) {
-  auto r = d_.setWorkers(name, static_cast<int>(std::min<uint32_t>(workers, INT32_MAX)), callerUid,
-                         force);
-  if (!r) return r.error();
-  return reread(name);
+  return d_.setWorkers(name, static_cast<int>(std::min<uint32_t>(workers, INT32_MAX)), callerUid,
+                       force);
 }
 
 Result<dbus::LoopInfo> LoopBusBackend::setQueueDepth(const std::string& name, uint32_t depth,
                                                      uint32_t callerUid, bool force) {
-  auto r = d_.setQueueDepth(name, depth, callerUid, force);
-  if (!r) return r.error();
-  return reread(name);
+  return d_.setQueueDepth(name, depth, callerUid, force);
 }
 
 Result<dbus::LoopDetachOutcome> LoopBusBackend::detach(const std::string& name, uint32_t callerUid,
                                                        bool force) {
-  if (isNbd(name)) {
-    auto n = d_.detach(name, callerUid, force);
-    if (!n) return n.error();
-    return dbus::LoopDetachOutcome{true, false, *n};
-  }
-  auto r = m_.detach(name, callerUid, force);
+  auto r = d_.detach(name, callerUid, force);
   if (!r) return r.error();
   return dbus::LoopDetachOutcome{r->detached, r->lazy, r->note};
 }

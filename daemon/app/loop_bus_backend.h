@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 // dbus::LoopBackend over BlockDevices (daemon/blockdev/devices/backend_devices.h: the kernel
-// loop manager and the nbd backend, the same code the cxiosync-loop tool drives): the adapter
-// between the block-device mechanics and the bus boundary, like BusBackend for the Manager
-// interface. Kernel loop devices are loopN objects, nbd devices nbdN objects. Built into
-// cxiosync_daemon_bus (daemon/CMakeLists.txt), never into the core.
+// loop manager and the nbd backend, the same code the cxiosync-loop tool drives): a thin
+// mapper between the block-device front door and the bus boundary, like BusBackend for the
+// Manager interface. Both sides use the one device model (policy/blockdev/block_device.h). Kernel
+// loop devices are loopN objects, nbd devices nbdN objects. Built into cxiosync_daemon_bus
+// (daemon/CMakeLists.txt), never into the core.
 //
 // main() creates it with LoopBus::create(options) before the bus is attached: the manager
 // runs reconcile() (drops records of devices that went away while the daemon was down)
@@ -21,7 +22,7 @@ struct Options;
 
 class LoopBusBackend final : public dbus::LoopBackend {
  public:
-  explicit LoopBusBackend(BlockDevices& devices) : d_(devices), m_(devices.loopManager()) {}
+  explicit LoopBusBackend(BlockDevices& devices) : d_(devices) {}
 
   Result<dbus::LoopSetupOutcome> setup(int backingFd, const dbus::LoopSetupOptions& options,
                                        uint32_t callerUid) override;
@@ -44,14 +45,8 @@ class LoopBusBackend final : public dbus::LoopBackend {
   Result<dbus::LoopDetachOutcome> detach(const std::string& name, uint32_t callerUid,
                                          bool force) override;
 
-  static dbus::LoopInfo toInfo(const LoopDeviceInfo& d);
-  static dbus::LoopInfo toInfo(const BlockDeviceInfo& d);  // nbd devices
-
  private:
-  // The state read back after a change through BlockDevices, in the bus's terms.
-  Result<dbus::LoopInfo> reread(const std::string& name);
-  BlockDevices& d_;
-  LoopManager& m_;
+  BlockDevices& d_;  // the one front door; dbus::LoopInfo is its device type
 };
 
 // The caller's handle on a new device (LoopSetup's device_fd). uid 0: a READ-ONLY handle on

@@ -189,9 +189,9 @@ void printShow(const LoopDeviceInfo& d) {
   std::printf("  direct I/O %s, logical block size %u, queue depth %u (nr_requests)\n",
               k.directIo ? "on" : "off", k.logicalBlockSize, k.requestDepth);
   std::printf(
-      "  backend %s, workers 1 (the kernel loop has one worker per cgroup), up to %u "
+      "  backend kernel, workers 1 (the kernel loop has one worker per cgroup), up to %u "
       "backing I/Os in flight (%s)\n",
-      d.backend.c_str(), k.directIo ? k.requestDepth : 1u,
+      k.directIo ? k.requestDepth : 1u,
       k.directIo ? "direct I/O: asynchronous" : "buffered: one at a time");
   std::printf("  owner: %s\n", owner(d).c_str());
   if (d.record) {

@@ -54,26 +54,6 @@ Result<int64_t> parseDec(std::string_view what, std::string_view text) {
 
 }  // namespace
 
-const char* backendKindName(BackendKind k) {
-  switch (k) {
-    case BackendKind::Kernel:
-      return "kernel";
-    case BackendKind::Nbd:
-      return "nbd";
-    case BackendKind::Auto:
-      return "auto";
-  }
-  return "auto";
-}
-
-Result<BackendKind> parseBackendKind(std::string_view text) {
-  if (text == "kernel" || text == "loop") return BackendKind::Kernel;
-  if (text == "nbd") return BackendKind::Nbd;
-  if (text == "auto") return BackendKind::Auto;
-  return makeError("backend must be kernel, nbd or auto, not \"" + std::string(text) + "\"",
-                   EINVAL);
-}
-
 Status validateWorkers(int64_t n) {
   if (n < 1 || n > kMaxLoopWorkers)
     return makeError("workers must be between 1 and " + std::to_string(kMaxLoopWorkers) + ", not " +

@@ -27,25 +27,19 @@
 #include <vector>
 
 #include "daemon/blockdev/loop_types.h"
+#include "policy/blockdev/block_device.h"
+#include "policy/blockdev/loop_vocab.h"
 #include "policy/result.h"
 
 namespace cxiosync {
 
-enum class BackendKind { Kernel, Nbd, Auto };
-const char* backendKindName(BackendKind k);  // "kernel" | "nbd" | "auto"
-// "kernel" (also "loop"), "nbd", "auto". EINVAL with the accepted values otherwise.
-Result<BackendKind> parseBackendKind(std::string_view text);
-
-// Workers: 1..kMaxLoopWorkers. The 2020 loop experiment was flat beyond 4; 16 leaves room for
-// deep backing stores (NVMe, network) without letting one device spawn hundreds of threads.
-inline constexpr int kMaxLoopWorkers = 16;
+// BackendKind, kMaxLoopWorkers, kMinQueueDepth: policy/blockdev/loop_vocab.h.
 Status validateWorkers(int64_t n);
 // Decimal only ("4"); "0", "17", "-1", "four", "4x", "" -> EINVAL with a clear message.
 Result<int> parseWorkers(std::string_view text);
 
-// Request depth of a kernel loop device (queue/nr_requests): 4 (the block layer's minimum,
-// BLKDEV_MIN_RQ) .. the loop module's hw_queue_depth (default 128; the tag set's size).
-inline constexpr uint32_t kMinQueueDepth = 4;
+// Request depth of a kernel loop device: kMinQueueDepth .. the loop module's hw_queue_depth
+// (default 128; the tag set's size).
 Status validateQueueDepth(int64_t n, uint32_t hwQueueDepth);
 Result<uint32_t> parseQueueDepth(std::string_view text, uint32_t hwQueueDepth);
 
@@ -83,31 +77,7 @@ Result<uint32_t> readQueueDepth(const std::string& sysRoot, const std::string& n
 Status writeQueueDepth(const std::string& sysRoot, const std::string& name, uint32_t depth);
 uint32_t loopHwQueueDepth(const std::string& sysRoot);  // 0 = unknown
 
-// One device of any backend, as list/show (and the future D-Bus Loop object) present it.
-struct BlockDeviceInfo {
-  std::string name;     // "loop3" | "nbd0"
-  std::string path;     // "/dev/loop3"
-  std::string backend;  // "kernel" | "nbd"
-  std::string backingFile;
-  uint64_t sizeBytes = 0;
-  bool readOnly = false;
-  bool directIo = false;    // effective (loop: sysfs dio; nbd: server opened O_DIRECT)
-  int workers = 1;          // threads doing backing I/O concurrently (kernel loop: 1)
-  uint32_t queueDepth = 0;  // requests the device accepts at once (nr_requests)
-  uint32_t blockSize = 0;   // effective logical block size
-  int inFlightMax = 1;      // backing I/Os that can really run at once (see backend.h)
-  bool foreign = true;
-  std::optional<uint32_t> setupByUid;
-  // nbd: the server process.
-  pid_t serverPid = 0;
-  bool serverAlive = true;
-  bool workersSettableLive = false;  // kernel: n/a (no worker count); nbd: no (reconnect)
-  // nbd: the server's cgroup (live from /proc while it runs, else as recorded) and why it
-  // is there ("caller" | "daemon"); "" for kernel loop devices (I/O is charged to the
-  // issuing cgroup) and foreign nbd devices.
-  std::string serverCgroup;
-  std::string serverCgroupMode;
-  std::string note;  // e.g. "server dead: I/O fails"
-};
+// One device of any backend: policy/blockdev/block_device.h (the one model, also on the bus).
+using BlockDeviceInfo = BlockDevice;
 
 }  // namespace cxiosync

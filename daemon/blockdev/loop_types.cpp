@@ -6,26 +6,6 @@
 
 namespace cxiosync {
 
-const char* directIoModeName(DirectIoMode m) {
-  switch (m) {
-    case DirectIoMode::Auto:
-      return "auto";
-    case DirectIoMode::On:
-      return "on";
-    case DirectIoMode::Off:
-      return "off";
-  }
-  return "auto";
-}
-
-Result<DirectIoMode> parseDirectIoMode(std::string_view text) {
-  if (text == "auto") return DirectIoMode::Auto;
-  if (text == "on" || text == "yes" || text == "true" || text == "1") return DirectIoMode::On;
-  if (text == "off" || text == "no" || text == "false" || text == "0") return DirectIoMode::Off;
-  return makeError("direct I/O mode must be auto, on or off, not \"" + std::string(text) + "\"",
-                   EINVAL);
-}
-
 const char* blockSizeSourceName(BlockSizeSource s) {
   switch (s) {
     case BlockSizeSource::Caller:
@@ -42,19 +22,17 @@ const char* blockSizeSourceName(BlockSizeSource s) {
   return "default";
 }
 
-static bool isPowerOfTwo(uint64_t v) {
-  return v != 0 && (v & (v - 1)) == 0;
-}
-
 Status validateLoopOptions(const LoopOptions& o) {
-  if (o.blockSize != 0 && (!isPowerOfTwo(o.blockSize) || o.blockSize < 512 || o.blockSize > 65536))
-    return makeError("block size must be a power of two between 512 and 65536, not " +
+  if (!validBlockSize(o.blockSize))
+    return makeError("block size must be a power of two between " + std::to_string(kMinBlockSize) +
+                         " and " + std::to_string(kMaxBlockSize) + ", not " +
                          std::to_string(o.blockSize),
                      EINVAL);
   if (o.offset > static_cast<uint64_t>(INT64_MAX))
     return makeError("offset " + std::to_string(o.offset) + " is too large", EINVAL);
-  if (o.queueDepth != 0 && (o.queueDepth < 4 || o.queueDepth > 65536))
-    return makeError("queue depth must be between 4 and the loop module's hw_queue_depth, not " +
+  if (o.queueDepth != 0 && (o.queueDepth < kMinQueueDepth || o.queueDepth > kMaxQueueDepth))
+    return makeError("queue depth must be between " + std::to_string(kMinQueueDepth) +
+                         " and the loop module's hw_queue_depth, not " +
                          std::to_string(o.queueDepth),
                      EINVAL);
   if (o.sizeLimit > static_cast<uint64_t>(INT64_MAX))

@@ -10,20 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/blockdev/loop_vocab.h"
 #include "policy/model/dev_num.h"
 #include "policy/result.h"
 
 namespace cxiosync {
 
-// What the caller asked for about direct I/O on the backing file.
-//   On:   direct I/O or nothing: setup fails (and leaves no device behind) when the kernel
-//         refuses it.
-//   Auto: (default) try direct I/O; when the kernel refuses, keep a buffered device and say
-//         why.
-//   Off:  buffered (the kernel's own default).
-enum class DirectIoMode { Auto, On, Off };
-const char* directIoModeName(DirectIoMode m);  // "auto" | "on" | "off"
-Result<DirectIoMode> parseDirectIoMode(std::string_view text);
+// DirectIoMode (what the caller asked for about direct I/O): policy/blockdev/loop_vocab.h.
 
 // Where the block size of a new device came from.
 enum class BlockSizeSource {
@@ -148,7 +141,6 @@ struct LoopDeviceInfo {
   bool foreign = true;                             // not created by cxiosync (or no longer ours)
   ForeignOwner foreignOwner = ForeignOwner::None;  // a guess, set when foreign
   std::optional<LoopRecord> record;                // set when ours
-  std::string backend = "kernel";
   // Concurrency the kernel really has for this device (see daemon/blockdev/backend.h): the loop
   // driver has ONE worker per issuing cgroup (no per-device count), which handles buffered
   // requests one at a time; with direct I/O it submits asynchronously, up to the queue depth.

@@ -20,6 +20,7 @@
 #include "dbus/ctl/systemd_units.h"
 #include "dbus/ctl/unit_name.h"
 #include "dbus/validate.h"
+#include "policy/blockdev/loop_vocab.h"
 #include "policy/cli/command_line.h"
 #include "policy/config/values.h"
 #include "policy/config/yaml_config.h"
@@ -522,8 +523,10 @@ Result<uint64_t> sizeArg(const CliArg& a) {
 Result<uint32_t> blockSizeArg(const CliArg& a) {
   auto n = sizeArg(a);
   if (!n) return n.error();
-  if (*n < 512 || *n > 65536 || (*n & (*n - 1)) != 0)
-    return cliValueError(a, "'" + *a.value + "' is not a power of two 512..65536");
+  if (*n == 0 || !validBlockSize(*n))
+    return cliValueError(a, "'" + *a.value + "' is not a power of two " +
+                                std::to_string(kMinBlockSize) + ".." +
+                                std::to_string(kMaxBlockSize));
   return static_cast<uint32_t>(*n);
 }
 
@@ -624,7 +627,7 @@ Status applyValue(CliOptions& o, const CliArg& a) {
       return Ok{};
     }
     case kOptBackend:
-      if (*a.value != "kernel" && *a.value != "nbd" && *a.value != "auto")
+      if (!backendKindFromName(*a.value))
         return cliValueError(a, "'" + *a.value + "' is not kernel, nbd or auto");
       o.loop.backend = *a.value;
       return Ok{};
@@ -636,10 +639,12 @@ Status applyValue(CliOptions& o, const CliArg& a) {
     case kOptWorkers:
     case kOptQueueDepth:
     case kOptNbdTimeout: {
-      // Workers as kMaxLoopWorkers (daemon/blockdev/backend.h); the daemon bounds the queue
-      // depth by the loop module's hw_queue_depth.
-      const uint32_t min = a.id == kOptQueueDepth ? 4 : 1;
-      const uint32_t max = a.id == kOptWorkers ? 16 : a.id == kOptQueueDepth ? 65536 : 86400;
+      // policy/blockdev/loop_vocab.h; the daemon bounds the queue depth by the loop module's
+      // hw_queue_depth.
+      const uint32_t min = a.id == kOptQueueDepth ? kMinQueueDepth : 1;
+      const uint32_t max = a.id == kOptWorkers      ? static_cast<uint32_t>(kMaxLoopWorkers)
+                           : a.id == kOptQueueDepth ? kMaxQueueDepth
+                                                    : kMaxNbdTimeoutSec;
       auto n = countArg(a, min, max);
       if (!n) return n.error();
       (a.id == kOptWorkers      ? o.loop.workers

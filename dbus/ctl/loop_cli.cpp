@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "dbus/ctl/format.h"
+#include "dbus/loop_props.h"
 #include "dbus/loop_wire.h"
 
 namespace cxiosync::ctl {
@@ -111,7 +112,7 @@ Status checkLoopArgs(const Invocation& inv) {
     if (auto n = loopNameArg(a[1]); !n) return n.error();
   }
   if (sub == "add") {
-    if (f.directIo && *f.directIo != "auto" && *f.directIo != "on" && *f.directIo != "off") {
+    if (f.directIo && !directIoModeFromName(*f.directIo)) {
       return invalid("--direct-io takes auto, on or off, not '" + *f.directIo + "'");
     }
     if (f.autoclear && a.size() < 3) {
@@ -168,8 +169,9 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
   Cell sizeLimit = Cell::uinteger(d.sizeLimit);
   if (show && !d.sizeLimit) sizeLimit.shown("0 (to the end of the file)");
   Cell directIo = Cell::boolean(d.directIo, "on", "off");
-  if (show && !d.directIoMode.empty()) {
-    directIo.shown(std::string(d.directIo ? "on" : "off") + " (asked: " + d.directIoMode + ")");
+  const std::string mode = dbus::wire::wireValue(d.directIoMode);
+  if (show && !mode.empty()) {
+    directIo.shown(std::string(d.directIo ? "on" : "off") + " (asked: " + mode + ")");
   }
   if (!show) directIo.shown(dio(d));
   Cell blockSize = Cell::uinteger(d.blockSize);
@@ -190,7 +192,8 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
   if (d.setupRealtimeUsec) who += ", " + formatTimestamp(d.setupRealtimeUsec);
   Cell setUpBy = d.foreign || !show ? Cell::null().hidden() : Cell::text(who);
   Cell workers = Cell::uinteger(d.workers);
-  if (show && d.backend == "kernel") workers.shown(std::to_string(d.workers) + " (per cgroup)");
+  if (show && d.backend == BackendKind::Kernel)
+    workers.shown(std::to_string(d.workers) + " (per cgroup)");
   Cell serverCgroup = Cell::textOrNull(d.serverCgroup);
   if (d.serverCgroup.empty()) serverCgroup.hidden();
   Cell noteLine = Cell::text(d.directIoNote);
@@ -205,7 +208,7 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
           flag(d.autoclear),
           flag(d.partscan),
           std::move(directIo),
-          Cell::textOrNull(d.directIoMode),
+          Cell::textOrNull(mode),
           Cell::textOrNull(d.directIoNote),
           std::move(blockSize),
           Cell::textOrNull(d.blockSizeSource),
@@ -216,7 +219,7 @@ std::vector<Cell> loopRow(const dbus::LoopInfo& d, bool show) {
           std::move(backingDevice),
           Cell::textOrNull(d.backingDisk),
           Cell::uinteger(d.requestDepth),
-          Cell::text(d.backend),
+          Cell::text(backendKindName(d.backend)),
           std::move(workers),
           Cell::uinteger(d.queueDepth),
           Cell::boolean(d.workersSettable),
@@ -342,8 +345,9 @@ class LoopRunner {
     if (f_.offset) opt.offset = *f_.offset;
     if (f_.size) opt.sizeLimit = *f_.size;
     if (f_.blockSize) opt.blockSize = *f_.blockSize;
-    if (f_.directIo) opt.directIo = *f_.directIo;
-    if (f_.backend) opt.backend = *f_.backend;
+    // checkLoopArgs and the option parser let only these names through.
+    if (f_.directIo) opt.directIo = directIoModeFromName(*f_.directIo).value_or(DirectIoMode::Auto);
+    if (f_.backend) opt.backend = backendKindFromName(*f_.backend).value_or(BackendKind::Auto);
     if (f_.workers) opt.workers = *f_.workers;
     if (f_.queueDepth) opt.queueDepth = *f_.queueDepth;
     if (f_.nbdTimeout) opt.nbdTimeoutSec = *f_.nbdTimeout;
@@ -369,13 +373,13 @@ class LoopRunner {
     if (json()) {
       printJson(loopJson(d));
     } else {
-      std::string line = "Set up " + d.device + " backed by " + d.backingFile + ": direct I/O " +
-                         (d.directIo ? "on" : "off") + ", block size " +
-                         std::to_string(d.blockSize) +
-                         (d.blockSizeSource.empty() ? "" : " (" + d.blockSizeSource + ")") +
-                         (d.readOnly ? ", read-only" : "") + ", " + d.backend + " backend, " +
-                         std::to_string(d.workers) + (d.workers == 1 ? " worker" : " workers") +
-                         ", queue depth " + std::to_string(d.queueDepth) + ".";
+      std::string line =
+          "Set up " + d.device + " backed by " + d.backingFile + ": direct I/O " +
+          (d.directIo ? "on" : "off") + ", block size " + std::to_string(d.blockSize) +
+          (d.blockSizeSource.empty() ? "" : " (" + d.blockSizeSource + ")") +
+          (d.readOnly ? ", read-only" : "") + ", " + backendKindName(d.backend) + " backend, " +
+          std::to_string(d.workers) + (d.workers == 1 ? " worker" : " workers") + ", queue depth " +
+          std::to_string(d.queueDepth) + ".";
       say(line);
       if (!d.directIo && !d.directIoNote.empty() && !o_.quiet) {
         io_.err("Note: direct I/O is off: " + d.directIoNote + "\n");

@@ -16,10 +16,9 @@
 namespace cxiosync {
 
 struct BlockSetupOptions {
-  LoopOptions loop;  // read-only, offset, size, block size, direct I/O...
+  LoopOptions loop;  // read-only, offset, size, block size, direct I/O, queue depth...
   int workers = 0;   // 0 = not asked (1)
   BackendKind backend = BackendKind::Auto;
-  uint32_t queueDepth = 0;  // kernel loop: nr_requests; 0 = leave the default
   uint32_t nbdTimeoutSec = nbd::kDefaultTimeoutSec;
   // nbd: the server's cgroup (nbd_cgroup.h) and the caller's process for "caller".
   nbd::ServerCgroup serverCgroup = nbd::ServerCgroup::Default;
@@ -27,46 +26,72 @@ struct BlockSetupOptions {
 };
 
 struct BlockSetupResult {
-  BlockDeviceInfo device;
+  BlockDevice device;
   BackendChoice choice;
   std::vector<std::string> notes;
   UniqueFd deviceFd;  // kernel loop with autoclear: keep it (see LoopSetupResult)
 };
 
-// The interface every backend implements.
+struct BlockDetachResult {
+  bool detached = false;  // gone now
+  bool lazy = false;      // still in use: detaches on its last close
+  std::string note;
+};
+
+// The interface every backend implements: every verb of the Loop API. A verb a backend
+// cannot do on a live device answers ENOTSUP with the reason.
 class BlockBackend {
  public:
   virtual ~BlockBackend() = default;
   virtual BackendKind kind() const = 0;
   virtual bool handles(std::string_view dev) const = 0;  // by name
-  virtual Result<BlockSetupResult> setup(int backingFd, const BlockSetupOptions& o,
-                                         uint32_t uid) = 0;
-  virtual Result<std::vector<BlockDeviceInfo>> list(bool includeForeign) = 0;
-  virtual Result<BlockDeviceInfo> show(std::string_view dev) = 0;
-  // ENOTSUP with the reason when the backend cannot change it on a live device.
-  virtual Result<BlockDeviceInfo> setWorkers(std::string_view dev, int workers, uint32_t uid,
-                                             bool force) = 0;
-  virtual Result<BlockDeviceInfo> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid,
-                                                bool force) = 0;
-  // Returns a note ("" when detached at once).
-  virtual Result<std::string> detach(std::string_view dev, uint32_t uid, bool force) = 0;
+  // `backing` is what BlockDevices::setup read from the fd, once.
+  virtual Result<BlockSetupResult> setup(int backingFd, const BackingInfo& backing,
+                                         const BlockSetupOptions& o, uint32_t uid) = 0;
+  virtual Result<std::vector<BlockDevice>> list(bool includeForeign) = 0;
+  virtual Result<BlockDevice> show(std::string_view dev) = 0;
+  virtual Result<BlockDevice> setDirectIO(std::string_view dev, bool on, uint32_t uid,
+                                          bool force) = 0;
+  virtual Result<BlockDevice> setBlockSize(std::string_view dev, uint32_t size, uint32_t uid,
+                                           bool force) = 0;
+  virtual Result<BlockDevice> setCapacity(std::string_view dev, uint32_t uid, bool force) = 0;
+  virtual Result<BlockDevice> setAutoclear(std::string_view dev, bool on, uint32_t uid,
+                                           bool force) = 0;
+  virtual Result<BlockDevice> setWorkers(std::string_view dev, int workers, uint32_t uid,
+                                         bool force) = 0;
+  virtual Result<BlockDevice> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid,
+                                            bool force) = 0;
+  virtual Result<BlockDetachResult> detach(std::string_view dev, uint32_t uid, bool force) = 0;
 };
+
+// The verbs every backend declares (kernel loop and nbd).
+#define CXIOSYNC_BLOCK_BACKEND_VERBS                                                              \
+  bool handles(std::string_view dev) const override;                                              \
+  Result<BlockSetupResult> setup(int backingFd, const BackingInfo& backing,                       \
+                                 const BlockSetupOptions& o, uint32_t uid) override;              \
+  Result<std::vector<BlockDevice>> list(bool includeForeign) override;                            \
+  Result<BlockDevice> show(std::string_view dev) override;                                        \
+  Result<BlockDevice> setDirectIO(std::string_view dev, bool on, uint32_t uid, bool force)        \
+      override;                                                                                   \
+  Result<BlockDevice> setBlockSize(std::string_view dev, uint32_t size, uint32_t uid, bool force) \
+      override;                                                                                   \
+  Result<BlockDevice> setCapacity(std::string_view dev, uint32_t uid, bool force) override;       \
+  Result<BlockDevice> setAutoclear(std::string_view dev, bool on, uint32_t uid, bool force)       \
+      override;                                                                                   \
+  Result<BlockDevice> setWorkers(std::string_view dev, int workers, uint32_t uid, bool force)     \
+      override;                                                                                   \
+  Result<BlockDevice> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid,           \
+                                    bool force) override;                                         \
+  Result<BlockDetachResult> detach(std::string_view dev, uint32_t uid, bool force) override;
 
 // Kernel loop devices through LoopManager (+ queue depth through sysfs).
 class KernelLoopBackend : public BlockBackend {
  public:
   KernelLoopBackend(LoopManager& m, std::string sysRoot) : m_(m), sysRoot_(std::move(sysRoot)) {}
   BackendKind kind() const override { return BackendKind::Kernel; }
-  bool handles(std::string_view dev) const override;
-  Result<BlockSetupResult> setup(int backingFd, const BlockSetupOptions& o, uint32_t uid) override;
-  Result<std::vector<BlockDeviceInfo>> list(bool includeForeign) override;
-  Result<BlockDeviceInfo> show(std::string_view dev) override;
-  Result<BlockDeviceInfo> setWorkers(std::string_view dev, int workers, uint32_t uid,
-                                     bool force) override;
-  Result<BlockDeviceInfo> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid,
-                                        bool force) override;
-  Result<std::string> detach(std::string_view dev, uint32_t uid, bool force) override;
-  static BlockDeviceInfo toInfo(const LoopDeviceInfo& d);
+  CXIOSYNC_BLOCK_BACKEND_VERBS
+  // The one conversion of the loop manager's state into the device model.
+  static BlockDevice toInfo(const LoopDeviceInfo& d);
 
  private:
   LoopManager& m_;
@@ -77,15 +102,7 @@ class NbdBackend : public BlockBackend {
  public:
   explicit NbdBackend(NbdManager& m) : m_(m) {}
   BackendKind kind() const override { return BackendKind::Nbd; }
-  bool handles(std::string_view dev) const override;
-  Result<BlockSetupResult> setup(int backingFd, const BlockSetupOptions& o, uint32_t uid) override;
-  Result<std::vector<BlockDeviceInfo>> list(bool includeForeign) override;
-  Result<BlockDeviceInfo> show(std::string_view dev) override;
-  Result<BlockDeviceInfo> setWorkers(std::string_view dev, int workers, uint32_t uid,
-                                     bool force) override;
-  Result<BlockDeviceInfo> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid,
-                                        bool force) override;
-  Result<std::string> detach(std::string_view dev, uint32_t uid, bool force) override;
+  CXIOSYNC_BLOCK_BACKEND_VERBS
 
  private:
   NbdManager& m_;
@@ -101,20 +118,25 @@ class BlockDevices {
   BlockDevices(std::unique_ptr<LoopManager> loop, std::unique_ptr<NbdManager> nbd,
                BackendAvailability avail, std::string sysRoot);
 
-  const BackendAvailability& availability() const { return avail_; }
   LoopManager& loopManager() { return *loop_; }
   NbdManager& nbdManager() { return *nbd_; }
-  // Chooses the backend (chooseBackend) and sets the device up.
+  // The front door: every verb, routed to the backend by device name (setup: chooseBackend).
+  // The backing fd is inspected here, once; the options are validated here, once.
   Result<BlockSetupResult> setup(int backingFd, const BlockSetupOptions& o, uint32_t uid);
-  Result<std::vector<BlockDeviceInfo>> list(bool includeForeign);
-  Result<BlockDeviceInfo> show(std::string_view dev);
-  Result<BlockDeviceInfo> setWorkers(std::string_view dev, int workers, uint32_t uid, bool force);
-  Result<BlockDeviceInfo> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid,
-                                        bool force);
-  Result<std::string> detach(std::string_view dev, uint32_t uid, bool force);
-  BlockBackend* backendFor(std::string_view dev);
+  // Every backend's devices (a backend that is not there, e.g. no nbd module, adds none).
+  Result<std::vector<BlockDevice>> list(bool includeForeign);
+  Result<BlockDevice> show(std::string_view dev);
+  Result<BlockDevice> setDirectIO(std::string_view dev, bool on, uint32_t uid, bool force);
+  Result<BlockDevice> setBlockSize(std::string_view dev, uint32_t size, uint32_t uid, bool force);
+  Result<BlockDevice> setCapacity(std::string_view dev, uint32_t uid, bool force);
+  Result<BlockDevice> setAutoclear(std::string_view dev, bool on, uint32_t uid, bool force);
+  Result<BlockDevice> setWorkers(std::string_view dev, int workers, uint32_t uid, bool force);
+  Result<BlockDevice> setQueueDepth(std::string_view dev, uint32_t depth, uint32_t uid, bool force);
+  Result<BlockDetachResult> detach(std::string_view dev, uint32_t uid, bool force);
 
  private:
+  template <class F>
+  auto route(std::string_view dev, F&& f) -> decltype(f(std::declval<BlockBackend&>()));
   std::unique_ptr<LoopManager> loop_;
   std::unique_ptr<NbdManager> nbd_;
   BackendAvailability avail_;

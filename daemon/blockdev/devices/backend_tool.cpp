@@ -81,7 +81,7 @@ Status applyBackendOption(AddArgs& out, const CliArg& a, const std::string& sysR
   } else if (a.id == kOptQueueDepth) {
     auto q = named(a, parseQueueDepth(*a.value, loopHwQueueDepth(sysRoot)));
     if (!q) return q.error();
-    o.queueDepth = *q;
+    o.loop.queueDepth = *q;
   } else {
     auto t = parseCliNumber(a, 1, 3600);
     if (!t) return t.error();
@@ -354,7 +354,7 @@ int blockToolAdd(const BlockToolGlobal& g, const AddArgs& a, int backingFd) {
                              {"notes", Cell::list(std::move(notes))}})
                   .rowJson(0));
   } else {
-    std::printf("%s\n", r->device.path.c_str());
+    std::printf("%s\n", r->device.device.c_str());
     for (const auto& n : r->notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
   return 0;
@@ -387,13 +387,13 @@ std::vector<Column> blockInfoColumns() {
 }
 
 std::vector<Cell> blockInfoCells(const BlockDeviceInfo& d) {
-  const bool nbd = d.backend == "nbd";
+  const bool nbd = d.backend == BackendKind::Nbd;
   auto nbdOnly = [&](Cell c) { return nbd ? std::move(c) : Cell::absent(); };
-  return {Cell::text(d.backend),
-          Cell::integer(d.workers),
+  return {Cell::text(backendKindName(d.backend)),
+          Cell::uinteger(d.workers),
           Cell::uinteger(d.queueDepth),
-          Cell::integer(d.inFlightMax),
-          Cell::boolean(d.workersSettableLive),
+          Cell::uinteger(d.inFlightMax),
+          Cell::boolean(d.workersSettable),
           nbdOnly(Cell::integer(d.serverPid)),
           nbdOnly(Cell::boolean(d.serverAlive)),
           nbdOnly(Cell::bytes(d.serverCgroup)),
@@ -401,6 +401,10 @@ std::vector<Cell> blockInfoCells(const BlockDeviceInfo& d) {
 }
 
 namespace {
+
+uint32_t ownerUid(const BlockDevice& d) {
+  return d.setupByUid == kUnknownUid ? 0 : d.setupByUid;
+}
 
 enum BlockColumn : size_t { kPath, kBackFile, kSize, kRo, kDirectIo, kForeign, kSetupBy, kBackend };
 
@@ -419,17 +423,17 @@ Table blockInfoTable(const std::vector<BlockDeviceInfo>& devs) {
   t.display(
       {kPath, kBackend, kBackend + 1, kBackend + 2, kDirectIo, kRo, note + 1, note + 2, kBackFile});
   for (const auto& d : devs) {
-    std::vector<Cell> row = {Cell::text(d.path),
-                             Cell::bytes(d.backingFile),
-                             Cell::uinteger(d.sizeBytes),
-                             Cell::boolean(d.readOnly, "1", "0"),
-                             Cell::boolean(d.directIo, "1", "0"),
-                             Cell::boolean(d.foreign),
-                             d.setupByUid ? Cell::uinteger(*d.setupByUid) : Cell::null()};
+    std::vector<Cell> row = {
+        Cell::text(d.device),
+        Cell::bytes(d.backingFile),
+        Cell::uinteger(d.sizeBytes),
+        Cell::boolean(d.readOnly, "1", "0"),
+        Cell::boolean(d.directIo, "1", "0"),
+        Cell::boolean(d.foreign),
+        d.setupByUid == kUnknownUid ? Cell::null() : Cell::uinteger(d.setupByUid)};
     for (auto& c : blockInfoCells(d)) row.push_back(std::move(c));
-    row.push_back(d.backend == "nbd" ? Cell::absent() : Cell::text(d.note));
-    row.push_back(Cell::text(
-        d.foreign ? "foreign" : "uid:" + std::to_string(d.setupByUid ? *d.setupByUid : 0)));
+    row.push_back(d.backend == BackendKind::Nbd ? Cell::absent() : Cell::text(d.note));
+    row.push_back(Cell::text(d.foreign ? "foreign" : "uid:" + std::to_string(ownerUid(d))));
     row.push_back(
         Cell::text((d.serverAlive ? "server " : "DEAD server ") + std::to_string(d.serverPid)));
     t.addRow(std::move(row));
@@ -444,20 +448,19 @@ void printBlockRows(const std::vector<BlockDeviceInfo>& devs) {
 }
 
 void printBlockShow(const BlockDeviceInfo& d) {
-  std::printf("%s\n", d.path.c_str());
-  std::printf("  backend %s, workers %d, queue depth %u, up to %d backing I/Os in flight\n",
-              d.backend.c_str(), d.workers, d.queueDepth, d.inFlightMax);
+  std::printf("%s\n", d.device.c_str());
+  std::printf("  backend %s, workers %u, queue depth %u, up to %u backing I/Os in flight\n",
+              backendKindName(d.backend), d.workers, d.queueDepth, d.inFlightMax);
   std::printf("  backing file:   %s\n", Cell::bytes(d.backingFile).human().c_str());
   std::printf("  size %llu bytes, read-only %s, direct I/O %s\n",
               static_cast<unsigned long long>(d.sizeBytes), d.readOnly ? "yes" : "no",
               d.directIo ? "on" : "off");
-  if (d.backend == "nbd")
+  if (d.backend == BackendKind::Nbd)
     std::printf("  server: pid %d, %s, cgroup %s (%s)\n", static_cast<int>(d.serverPid),
                 d.serverAlive ? "running" : "DEAD", Cell::bytes(d.serverCgroup).human().c_str(),
                 d.serverCgroupMode.empty() ? "?" : d.serverCgroupMode.c_str());
-  std::printf(
-      "  owner: %s\n",
-      d.foreign ? "foreign" : ("uid:" + std::to_string(d.setupByUid ? *d.setupByUid : 0)).c_str());
+  std::printf("  owner: %s\n",
+              d.foreign ? "foreign" : ("uid:" + std::to_string(ownerUid(d))).c_str());
   if (!d.note.empty()) std::printf("  note: %s\n", d.note.c_str());
 }
 

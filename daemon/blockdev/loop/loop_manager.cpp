@@ -136,7 +136,6 @@ Result<LoopDeviceInfo> LoopManager::info(int index, const std::vector<LoopRecord
     if (!rr.kept.empty()) {
       d.foreign = false;
       d.record = r;
-      d.backend = r.backend;
     }
     break;
   }
@@ -266,12 +265,15 @@ loop_config makeConfig(int backingFd, const BackingInfo& b, const LoopOptions& o
 Result<LoopSetupResult> LoopManager::setup(int backingFd, const LoopOptions& requested,
                                            uint32_t callerUid) {
   if (auto v = validateLoopOptions(requested); !v) return v.error();
-  LoopOptions o = requested;
-  LoopSetupResult res;
-
   auto bi = kernel_->inspectBacking(backingFd);
   if (!bi) return bi.error();
-  const BackingInfo& b = *bi;
+  return setup(backingFd, *bi, requested, callerUid);
+}
+
+Result<LoopSetupResult> LoopManager::setup(int backingFd, const BackingInfo& b,
+                                           const LoopOptions& requested, uint32_t callerUid) {
+  LoopOptions o = requested;
+  LoopSetupResult res;
   if (auto c = checkBacking(b, o, res); !c) return c.error();
   BlockSizeChoice bs = chooseBlockSize(o, b);
   auto wantDio = planDirectIo(b, o, bs, res);

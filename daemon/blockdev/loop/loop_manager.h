@@ -87,6 +87,10 @@ class LoopManager {
   // A new device backed by the caller's fd (opened by the caller: its rights count; a
   // read-only fd gives a read-only device). The fd is not closed or reopened.
   Result<LoopSetupResult> setup(int backingFd, const LoopOptions& options, uint32_t callerUid);
+  // The same with the options already validated (validateLoopOptions) and the fd already
+  // inspected (LoopKernel::inspectBacking) by the caller: BlockDevices::setup does both once.
+  Result<LoopSetupResult> setup(int backingFd, const BackingInfo& backing,
+                                const LoopOptions& options, uint32_t callerUid);
 
   // Every bound loop device; foreign ones only with includeForeign.
   Result<std::vector<LoopDeviceInfo>> list(bool includeForeign = true);

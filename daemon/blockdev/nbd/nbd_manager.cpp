@@ -176,13 +176,13 @@ Status NbdManager::save(const std::vector<NbdRecord>& recs) {
 BlockDeviceInfo NbdManager::info(const nbd::DeviceState& s, const std::optional<NbdRecord>& rec) {
   BlockDeviceInfo d;
   d.name = "nbd" + std::to_string(s.index);
-  d.path = o_.devRoot + "/" + d.name;
-  d.backend = "nbd";
+  d.device = o_.devRoot + "/" + d.name;
+  d.backend = BackendKind::Nbd;
   d.sizeBytes = s.sizeBytes;
   d.readOnly = s.readOnly;
   d.queueDepth = s.requestDepth;
   d.blockSize = s.logicalBlockSize;
-  d.workersSettableLive = false;
+  d.workersSettable = false;
   if (rec) {
     d.foreign = false;
     d.setupByUid = rec->uid;

@@ -148,7 +148,7 @@ dbus::LoopInfo sample() {
   d.sizeBytes = 16 << 20;
   d.blockSize = 512;
   d.directIo = false;
-  d.directIoMode = "auto";
+  d.directIoMode = DirectIoMode::Auto;
   d.directIoNote = "tmpfs does not support direct I/O";
   d.blockSizeSource = "default";
   d.setupByUid = 0;
@@ -182,7 +182,7 @@ TEST(LoopCli, Rendering) {
 // Backend, workers and queue depth: columns of list and show, and JSON keys, all read back.
 TEST(LoopCli, BackendWorkersAndQueueDepth) {
   auto d = sample();
-  d.backend = "nbd";
+  d.backend = BackendKind::Nbd;
   d.name = "nbd0";
   d.device = "/dev/nbd0";
   d.workers = 4;
@@ -228,7 +228,7 @@ TEST(LoopWire, SetupOptions) {
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_TRUE(ok->options.readOnly);
   EXPECT_EQ(ok->options.offset, 4096u);
-  EXPECT_EQ(ok->options.directIo, "on");
+  EXPECT_EQ(ok->options.directIo, DirectIoMode::On);
   EXPECT_TRUE(ok->interactive);
   // Round trip of what the client sends.
   auto back = dbus::wire::parseLoopSetupOptions(dbus::wire::loopSetupOptionsToWire(*ok));
@@ -254,7 +254,7 @@ TEST(LoopWire, SetupOptions) {
   so.serverCgroup = "daemon";
   EXPECT_FALSE(dbus::wire::loopSetupNeedsCallerPid(so, 1000));
   so.serverCgroup = "";
-  so.backend = "kernel";
+  so.backend = BackendKind::Kernel;
   EXPECT_FALSE(dbus::wire::loopSetupNeedsCallerPid(so, 1000));
   for (const auto& bad : std::vector<std::map<std::string, V>>{
            {{"nope", V(true)}},

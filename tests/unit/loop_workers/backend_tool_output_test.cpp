@@ -9,8 +9,8 @@ namespace {
 BlockDeviceInfo nbdDevice() {
   BlockDeviceInfo d;
   d.name = "nbd0";
-  d.path = "/dev/nbd0";
-  d.backend = "nbd";
+  d.device = "/dev/nbd0";
+  d.backend = BackendKind::Nbd;
   d.backingFile = "/srv/a\xff.img";  // bytes, not UTF-8
   d.sizeBytes = 1 << 20;
   d.workers = 4;
@@ -37,8 +37,8 @@ TEST(BackendTool, JsonRecordsKeepTheirKeysPerBackend) {
             R"("note":"server dead: I/O fails"})");
   BlockDeviceInfo k;
   k.name = "loop3";
-  k.path = "/dev/loop3";
-  k.backend = "kernel";
+  k.device = "/dev/loop3";
+  k.backend = BackendKind::Kernel;
   k.queueDepth = 16;
   k.note = "direct I/O off: tmpfs";
   EXPECT_EQ(output::jsonDump(blockInfoTable({k}).rowJson(0), false),

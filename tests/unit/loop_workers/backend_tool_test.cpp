@@ -39,7 +39,7 @@ TEST(LoopToolArgs, AddWithBackendOptions) {
   EXPECT_EQ(a->setup.backend, BackendKind::Nbd);
   EXPECT_EQ(a->setup.workers, 4);
   EXPECT_EQ(a->setup.nbdTimeoutSec, 30u);
-  EXPECT_EQ(parseAddArgs({"--queue-depth=32", "img"}, kNoSys)->setup.queueDepth, 32u);
+  EXPECT_EQ(parseAddArgs({"--queue-depth=32", "img"}, kNoSys)->setup.loop.queueDepth, 32u);
 }
 
 TEST(LoopToolArgs, AddErrorsAreOneLineAndNameTheOption) {

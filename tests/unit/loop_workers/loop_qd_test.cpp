@@ -78,19 +78,21 @@ TEST_F(LoopQueueDepthTest, ForeignDevicesAreNotChanged) {
 TEST_F(LoopQueueDepthTest, KernelBackendReportsWhatIsReal) {
   KernelLoopBackend kb(*mgr, tmp.path() + "/sys");
   BlockSetupOptions o;
-  o.queueDepth = 16;
-  auto r = kb.setup(3, o, 1000);
+  o.loop.queueDepth = 16;
+  auto backing = mgr->kernel().inspectBacking(3);
+  ASSERT_TRUE(backing) << backing.error().message;
+  auto r = kb.setup(3, *backing, o, 1000);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->device.backend, "kernel");
-  EXPECT_EQ(r->device.workers, 1);
+  EXPECT_EQ(r->device.backend, BackendKind::Kernel);
+  EXPECT_EQ(r->device.workers, 1u);
   EXPECT_EQ(r->device.queueDepth, 16u);
   auto w = kb.setWorkers("loop0", 4, 1000, false);
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().code, ENOTSUP);
   EXPECT_NE(w.error().message.find("no worker count"), std::string::npos);
   o.workers = 0;
-  o.queueDepth = 1000;
-  EXPECT_FALSE(kb.setup(3, o, 1000));
+  o.loop.queueDepth = 1000;
+  EXPECT_FALSE(kb.setup(3, *backing, o, 1000));
 }
 
 TEST_F(LoopQueueDepthTest, ALaterSetupDoesNotInheritAnEarlierDepth) {
