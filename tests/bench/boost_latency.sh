@@ -7,17 +7,21 @@
 #   python3 in cg2 stamps the wall clock right before each sync(2) (process start-up not
 #   counted); LAT_N syncs (default 100). The daemon's log (debug) has the boost lines and,
 #   when the binary writes it, the per-phase "boost latency" line. The host pairs them.
-#   idle: IDLE_CGROUPS cgroups (default 1000) below /idle, IDLE_LIMITED (50) of them with
-#   an io.max write limit, nothing dirty, nothing syncing; the daemon's CPU time (sum of
-#   its threads' /proc/PID/task/TID/schedstat run time, ns; /proc/PID/stat utime+stime as
-#   a cross-check, 10 ms ticks) over IDLE_SECONDS (default 40) after a settle time.
+#   LAT_DETECTOR (tracefs) is the detector of this part; LAT_N=0 skips it.
+#   idle: for each size in IDLE_CGROUPS ("100 1000", default 1000) a fresh tree below /idle
+#   with IDLE_LIMITED (default 5 % of the size) cgroups under an io.max write limit, nothing
+#   dirty, nothing syncing, and for each detector in IDLE_DETECTORS (default tracefs) each
+#   daemon: its CPU time (sum of its threads' /proc/PID/task/TID/schedstat run time, ns;
+#   /proc/PID/stat utime+stime as a cross-check, 10 ms ticks) over IDLE_SECONDS (default 40)
+#   after a settle time. Result keys idle_*_NAME_DETECTOR_SIZE, listed in idle_runs.
 . "$CXVM_LIB"
 . "$CXVM_DIR/scenarios/daemon_common.inc"
 N=${LAT_N:-100}
 MIB=${LAT_MIB:-2}
 DAEMONS=${LAT_DAEMONS:-after=$CXIOSYNC_BUILD_DIR/daemon/cxiosyncd}
+LAT_DETECTOR=${LAT_DETECTOR:-tracefs}
 IDLE_CGROUPS=${IDLE_CGROUPS:-1000}
-IDLE_LIMITED=${IDLE_LIMITED:-50}
+IDLE_DETECTORS=${IDLE_DETECTORS:-tracefs}
 IDLE_SECONDS=${IDLE_SECONDS:-40}
 LIMIT="wbps=1048576"
 mnt=$CXVM_SCRATCH_MNT
@@ -54,7 +58,7 @@ latency_run() { # NAME
 	local name=$1 stamps fifo py i
 	stamps=$CXVM_OUT/stamps-$name.txt
 	: >"$stamps"
-	cxd_start --detector=tracefs
+	cxd_start --detector="$LAT_DETECTOR"
 	fifo=/tmp/lat-go-$name
 	cxvm_stamped_syncer cg2 "$fifo" "$stamps"
 	py=$!
@@ -76,10 +80,13 @@ latency_run() { # NAME
 	cxvm_log "$name: $(wc -l <"$stamps") syncs, $(grep -c 'action=boost ' "$CXD_LOG") boosts"
 }
 
-idle_tree() { # 1000 cgroups in one python3: a bash mkdir loop forks 1000 times under TCG
-	python3 - "$CXVM_CGROOT/idle" "$IDLE_CGROUPS" "$IDLE_LIMITED" "$CXVM_SCRATCH_MAJMIN" <<'EOF'
+idle_tree() { # SIZE LIMITED: in one python3 (a bash mkdir loop forks 1000 times under TCG)
+	python3 - "$CXVM_CGROOT/idle" "$1" "$2" "$CXVM_SCRATCH_MAJMIN" <<'EOF'
 import os, sys
 root, n, limited, dev = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+if os.path.isdir(root):  # the previous size's tree, deepest first
+    for d, _, _ in sorted(os.walk(root), key=lambda w: -w[0].count("/")):
+        os.rmdir(d)
 os.mkdir(root)
 open(root + "/cgroup.subtree_control", "w").write("+io +memory")
 groups = max(1, n // 100)
@@ -102,9 +109,9 @@ while made < n:
 EOF
 }
 
-idle_run() { # NAME
-	local name=$1 n0 n1 t0 t1 c0 c1 s0 s1
-	cxd_start --detector=tracefs
+idle_run() { # NAME DETECTOR SIZE
+	local name=$1_$2_$3 n0 n1 t0 t1 c0 c1 s0 s1
+	cxd_start --detector="$2"
 	sleep 5 # the first walks and the startup rescans
 	cxvm_log "$name idle start, threads: $(per_thread "$CXD_PID")"
 	n0=$(cpu_ns "$CXD_PID") t0=$(cxvm_now_ms) c0=$(cpu_ticks_ms "$CXD_PID") s0=$(slices "$CXD_PID")
@@ -126,16 +133,24 @@ for spec in $DAEMONS; do
 	[ -x "$CXD_BIN" ] || cxvm_fail "no daemon binary $CXD_BIN"
 	CXD_LOG=$CXVM_OUT/daemon-$name.log
 	names+=("\"$name\"")
-	latency_run "$name"
+	if [ "$N" -gt 0 ]; then latency_run "$name"; fi
 done
-idle_tree
-cxvm_result idle_cgroups "$(find "$CXVM_CGROOT" -mindepth 1 -type d | wc -l)"
-cxvm_result idle_limited "$(grep -l wbps "$CXVM_CGROOT"/idle/*/*/io.max "$CXVM_CGROOT"/cg1/io.max | wc -l)"
-for spec in $DAEMONS; do
-	name=${spec%%=*}
-	CXD_BIN=${spec#*=}
-	CXD_LOG=$CXVM_OUT/daemon-idle-$name.log
-	idle_run "$name"
+runs=()
+for size in $IDLE_CGROUPS; do
+	idle_tree "$size" "${IDLE_LIMITED:-$((size * 5 / 100))}"
+	cxvm_result "idle_cgroups_$size" "$(find "$CXVM_CGROOT" -mindepth 1 -type d | wc -l)"
+	cxvm_result "idle_limited_$size" \
+		"$(grep -l wbps "$CXVM_CGROOT"/idle/*/*/io.max "$CXVM_CGROOT"/cg1/io.max | wc -l)"
+	for det in $IDLE_DETECTORS; do
+		for spec in $DAEMONS; do
+			name=${spec%%=*}
+			CXD_BIN=${spec#*=}
+			CXD_LOG=$CXVM_OUT/daemon-idle-${name}_${det}_$size.log
+			idle_run "$name" "$det" "$size"
+			runs+=("\"${name}_${det}_$size\"")
+		done
+	done
 done
+cxvm_result idle_runs "[$(IFS=,; echo "${runs[*]}")]"
 cxvm_result daemons "[$(IFS=,; echo "${names[*]}")]"
 cxvm_log ok
