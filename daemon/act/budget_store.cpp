@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -39,9 +40,11 @@ std::optional<TimePoint> timeMember(const Json& obj, const char* key, bool& bad)
   return t;
 }
 
-Json accountToJson(const CgroupPath& cgroup, const PlannerState::HolderUsage& u, bool lastSeen) {
+Json accountToJson(const CgroupPath& cgroup, const SyncParty* party,
+                   const PlannerState::HolderUsage& u, bool lastSeen) {
   Json j = Json::object();
   j["cgroup"] = jsonBytes(cgroup.display());
+  if (party) j["syncer"] = jsonBytes(syncPartyText(*party));
   Json iv = Json::array();
   for (const auto& i : u.closed) iv.push_back(Json::array({usecOf(i.begin), usecOf(i.end)}));
   j["boosted_mono_usec"] = std::move(iv);
@@ -50,12 +53,21 @@ Json accountToJson(const CgroupPath& cgroup, const PlannerState::HolderUsage& u,
   return j;
 }
 
-Result<std::pair<CgroupPath, PlannerState::HolderUsage>> accountFromJson(const Json& j) {
+// A record of "shares" (`withParty`) or of version 1's "accounts" (whose party is Any).
+Result<std::pair<BudgetKey, PlannerState::HolderUsage>> accountFromJson(const Json& j,
+                                                                        bool withParty) {
   if (!j.is_object()) return makeError("an account record must be an object");
   auto text = jsonByteString(j, "cgroup");
   if (!text) return makeError("\"cgroup\" must be a string");
   auto path = CgroupPath::parse(*text);
   if (!path) return makeError("bad \"cgroup\": " + path.error().message);
+  SyncParty party = SyncParty::any();
+  if (withParty) {
+    auto p = jsonByteString(j, "syncer");
+    auto parsed = p ? parseSyncParty(*p) : std::nullopt;
+    if (!parsed) return makeError("\"syncer\" must be \"system\", \"uid N\" or a cgroup path");
+    party = std::move(*parsed);
+  }
   PlannerState::HolderUsage u;
   const Json* iv = jsonMember(j, "boosted_mono_usec");
   if (iv && !iv->is_array()) return makeError("\"boosted_mono_usec\" must be an array");
@@ -76,38 +88,107 @@ Result<std::pair<CgroupPath, PlannerState::HolderUsage>> accountFromJson(const J
   if (bad) return makeError("a bad time in \"open_since_mono_usec\" or \"last_seen_mono_usec\"");
   std::sort(u.closed.begin(), u.closed.end(),
             [](const auto& a, const auto& b) { return a.begin < b.begin; });
-  return std::pair{std::move(path.value()), std::move(u)};
+  return std::pair{BudgetKey{std::move(path.value()), std::move(party)}, std::move(u)};
+}
+
+// Per account, the union of its shares' boosted time: version 1's "accounts".
+std::map<CgroupPath, PlannerState::HolderUsage> accountUnion(const BudgetUsage& usage) {
+  std::map<CgroupPath, PlannerState::HolderUsage> out;
+  for (const auto& [key, u] : usage) {
+    auto& a = out[key.account];
+    a.closed.insert(a.closed.end(), u.closed.begin(), u.closed.end());
+    if (u.openSince)
+      a.openSince = a.openSince ? std::min(*a.openSince, *u.openSince) : *u.openSince;
+    a.lastSeenActive = std::max(a.lastSeenActive, u.lastSeenActive);
+  }
+  for (auto& [cg, a] : out) {
+    std::sort(a.closed.begin(), a.closed.end(),
+              [](const auto& x, const auto& y) { return x.begin < y.begin; });
+    std::vector<PlannerState::Interval> merged;
+    for (const auto& iv : a.closed) {
+      if (!merged.empty() && iv.begin <= merged.back().end) {
+        merged.back().end = std::max(merged.back().end, iv.end);
+      } else {
+        merged.push_back(iv);
+      }
+    }
+    a.closed = std::move(merged);
+  }
+  return out;
 }
 
 // The whole file without the last_seen times: what must be written again when it changes.
 std::string stateKey(const PlannerState& state) {
   std::string key;
-  for (const auto& [cg, u] : state.usage) key += jsonDump(accountToJson(cg, u, false)) + "\n";
+  for (const auto& [k, u] : state.usage)
+    key += jsonDump(accountToJson(k.account, &k.party, u, false)) + "\n";
   if (state.historyLostAt) key += std::to_string(usecOf(*state.historyLostAt));
   return key;
 }
 
 }  // namespace
 
+std::string syncPartyText(const SyncParty& party) {
+  switch (party.kind) {
+    case SyncParty::Kind::System:
+      return "system";
+    case SyncParty::Kind::User:
+      return "uid " + std::to_string(party.uid);
+    case SyncParty::Kind::Tenant:
+      return party.tenant.display();
+    case SyncParty::Kind::Any:
+      return "any";
+  }
+  return "any";
+}
+
+std::optional<SyncParty> parseSyncParty(std::string_view text) {
+  if (text == "system") return SyncParty::system();
+  if (text == "any") return SyncParty::any();
+  if (text.substr(0, 4) == "uid ") {
+    const std::string_view n = text.substr(4);
+    uint32_t uid = 0;
+    auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), uid);
+    if (ec != std::errc() || end != n.data() + n.size() || n.empty() || n[0] == '+')
+      return std::nullopt;
+    return SyncParty::user(uid);
+  }
+  if (text.empty() || text[0] != '/') return std::nullopt;
+  auto path = CgroupPath::parse(text);
+  if (!path) return std::nullopt;
+  return SyncParty::ofTenant(std::move(path.value()));
+}
+
 std::string serializeBudgets(const BudgetUsage& usage, std::optional<TimePoint> historyLostAt) {
   std::string out = "{\"version\":" + std::to_string(kBudgetsVersion);
   if (historyLostAt) out += ",\"history_lost_mono_usec\":" + std::to_string(usecOf(*historyLostAt));
-  out += ",\"accounts\":[";
-  bool first = true;
-  for (const auto& [cg, u] : usage) {
-    out += first ? "\n" : ",\n";
-    first = false;
-    out += jsonDump(accountToJson(cg, u, true));
-  }
-  out += "]}\n";
+  auto records = [&](const char* name, auto&& each) {
+    out += std::string(",\"") + name + "\":[";
+    bool first = true;
+    each([&](const Json& j) {
+      out += first ? "\n" : ",\n";
+      first = false;
+      out += jsonDump(j);
+    });
+    out += "]";
+  };
+  records("shares", [&](auto&& put) {
+    for (const auto& [k, u] : usage) put(accountToJson(k.account, &k.party, u, true));
+  });
+  records("accounts", [&](auto&& put) {
+    for (const auto& [cg, u] : accountUnion(usage)) put(accountToJson(cg, nullptr, u, true));
+  });
+  out += "}\n";
   return out;
 }
 
 ParsedBudgets parseBudgets(std::string_view text) {
   ParsedBudgets out;
   auto doc = jsonParse(text);
-  const Json* accounts = doc ? jsonMember(doc.value(), "accounts") : nullptr;
-  if (!accounts || !accounts->is_array()) {
+  const Json* shares = doc ? jsonMember(doc.value(), "shares") : nullptr;
+  const bool withParty = shares && shares->is_array();
+  const Json* records = withParty ? shares : doc ? jsonMember(doc.value(), "accounts") : nullptr;
+  if (!records || !records->is_array()) {
     out.unreadable = true;
     out.problems.push_back(doc ? std::string("no \"accounts\" array") : doc.error().message);
     return out;
@@ -124,8 +205,8 @@ ParsedBudgets parseBudgets(std::string_view text) {
       out.problems.push_back("bad \"history_lost_mono_usec\"");
     }
   }
-  for (const Json& rec : *accounts) {
-    auto a = accountFromJson(rec);
+  for (const Json& rec : *records) {
+    auto a = accountFromJson(rec, withParty);
     if (a) {
       out.usage.insert_or_assign(std::move(a.value().first), std::move(a.value().second));
       continue;
@@ -148,25 +229,28 @@ ParsedBudgets parseBudgets(std::string_view text) {
 void applyLoadedBudgets(const ParsedBudgets& parsed, TimePoint now, PlannerState& state) {
   state.usage = parsed.usage;
   std::vector<CgroupPath> unreadable = parsed.unreadableAccounts;
-  for (auto& [cg, u] : state.usage) {
+  for (auto it = state.usage.begin(); it != state.usage.end();) {
+    auto& u = it->second;
     // CLOCK_MONOTONIC within one boot: boosted time after the load cannot have been written
     // by an earlier daemon; the record is damaged (an open interval "since" the future ran
     // until "now" backwards, found by fuzz_budgets), so it counts as unreadable.
     bool future = u.openSince && *u.openSince > now;
     for (const auto& i : u.closed) future = future || i.end > now;
     if (future) {
-      unreadable.push_back(cg);
+      unreadable.push_back(it->first.account);
+      it = state.usage.erase(it);
       continue;
     }
     // An open interval whose end was never written: assume it lasted until now.
     if (u.openSince && u.lastSeenActive < *u.openSince) u.lastSeenActive = now;
+    ++it;
   }
   state.historyLostAt = parsed.historyLostAt;
   if (parsed.unreadable) state.historyLostAt = now;
   // An account whose record cannot be read: boosted for the longest window there is.
   const TimePoint since = now - std::chrono::seconds(86400);
   for (const CgroupPath& cg : unreadable) {
-    auto& u = state.usage[cg];
+    auto& u = state.usage[BudgetKey{cg, SyncParty::any()}];  // every party's share
     u.closed.clear();
     u.openSince.reset();
     u.closed.push_back({since, now});
@@ -204,7 +288,7 @@ Result<bool> BudgetStore::saveIfChanged(const PlannerState& state, TimePoint now
                                         std::chrono::nanoseconds openRefresh) {
   std::string key = stateKey(state);
   bool anyOpen = false;
-  for (const auto& [cg, u] : state.usage) anyOpen |= u.openSince.has_value();
+  for (const auto& [k, u] : state.usage) anyOpen |= u.openSince.has_value();
   const bool stale = anyOpen && now - lastWrite_ >= openRefresh;
   if (written_ && key == lastKey_ && !stale) return false;
   if (!written_ && !fileExists_ && state.usage.empty() && !state.historyLostAt) {
@@ -225,7 +309,7 @@ Result<bool> BudgetStore::saveIfChanged(const PlannerState& state, TimePoint now
 
 Status BudgetStore::saveFinal(const PlannerState& state, TimePoint now) {
   BudgetUsage usage = state.usage;
-  for (auto& [cg, u] : usage) {
+  for (auto& [k, u] : usage) {
     if (!u.openSince) continue;
     if (now > *u.openSince) u.closed.push_back({*u.openSince, now});
     u.openSince.reset();

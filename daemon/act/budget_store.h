@@ -5,19 +5,25 @@
 // history lived only in the planner's memory, and `systemctl restart cxiosyncd` (or a crash)
 // reset it.
 //
-// Schema (version 1), one account a line:
-//   {"version":1,"accounts":[
-//   {"cgroup":"/user.slice/user-1000.slice/user@1000.service",
+// Schema (version 2), one record a line:
+//   {"version":2,"shares":[
+//   {"cgroup":"/backup.slice","syncer":"uid 1000",
 //     "boosted_mono_usec":[[100000000,106000000]],"open_since_mono_usec":107000000,
-//     "last_seen_mono_usec":109000000}]}
-// An account is what the planner charges boosted time to: a tenant root, or a limited cgroup
-// outside every tenant (PlannerState::usage). Times are CLOCK_MONOTONIC (as the journal's),
-// valid across daemon restarts within one boot; /run does not survive a reboot.
+//     "last_seen_mono_usec":109000000}],
+//    "accounts":[{"cgroup":"/backup.slice","boosted_mono_usec":[...],...}]}
+// A share is what the planner charges boosted time to (PlannerState::usage, a BudgetKey): an
+// account (a tenant root, or a limited cgroup outside every tenant) and the syncing party
+// ("syncer": "system", "uid N", or the tenant root's path). "accounts" holds, per account, the
+// union of its shares' time: what version 1 kept, for a daemon of version 1 that reads this
+// file after a downgrade (it ignores "shares"). A file without "shares" (version 1) is read
+// from "accounts": whose syncs that time was is unknown, so it counts against every party
+// (SyncParty::Any) for one window. Times are CLOCK_MONOTONIC (as the journal's), valid across
+// daemon restarts within one boot; /run does not survive a reboot.
 //
 // Reading is tolerant (policy/json.h): unknown keys are ignored, a newer version is read for
 // what is understood. What cannot be read is treated conservatively, as budget spent: an
-// account record that cannot be read (but whose cgroup can) counts that account as boosted
-// for a whole window before the load; a file that cannot be read at all does so for every
+// record that cannot be read (but whose cgroup can) counts that account as boosted, for every
+// party, for a whole window before the load; a file that cannot be read at all does so for every
 // account (PlannerState::historyLostAt). A lost history must not become a fresh budget.
 //
 // Like the journal, the file is written to a temp file and renamed, never fsync'd.
@@ -33,10 +39,10 @@
 
 namespace cxiosync {
 
-inline constexpr int kBudgetsVersion = 1;
+inline constexpr int kBudgetsVersion = 2;
 inline constexpr const char* kBudgetsFile = "budgets.json";
 
-using BudgetUsage = std::map<CgroupPath, PlannerState::HolderUsage>;
+using BudgetUsage = std::map<BudgetKey, PlannerState::HolderUsage>;
 
 struct ParsedBudgets {
   BudgetUsage usage;
@@ -45,6 +51,10 @@ struct ParsedBudgets {
   std::vector<std::string> problems;           // one line each, for the log
   bool unreadable = false;  // the document itself could not be read: every account is suspect
 };
+
+// "system", "uid 1000", "/user.slice/user-1000.slice" (a tenant root); "any" for SyncParty::Any.
+std::string syncPartyText(const SyncParty& party);
+std::optional<SyncParty> parseSyncParty(std::string_view text);
 
 // Pure: serialize / parse the schema above.
 std::string serializeBudgets(const BudgetUsage& usage,

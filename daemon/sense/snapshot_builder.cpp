@@ -8,6 +8,7 @@
 #include <deque>
 #include <set>
 
+#include "daemon/kernel/caller_privilege.h"
 #include "daemon/sense/auto_detector.h"
 
 namespace cxiosync {
@@ -59,6 +60,7 @@ void SnapshotBuilder::walk(const CgroupDir& dir, int depth) {
     struct stat st;
     if (::fstat(fd->get(), &st) != 0) continue;
     names.push_back(name);
+    owners_[*child] = static_cast<uint32_t>(st.st_uid);
     CgroupDir cd(std::move(*fd), *child, static_cast<uint64_t>(st.st_ino),
                  dir.display() + "/" + name);
     walk(cd, depth + 1);
@@ -76,6 +78,7 @@ Status SnapshotBuilder::rescan(TimePoint now) {
   limited_.clear();
   inodes_.clear();
   pathInodes_.clear();
+  owners_.clear();
   children_.clear();
   walked_ = 0;
   auto started = Clock::now();  // real time, whatever `now` the caller passes
@@ -196,13 +199,17 @@ void SnapshotBuilder::readYoungLimits(TimePoint now) {
       it = young_.erase(it);
       continue;
     }
-    if (limited_.count(it->first)) {
-      ++it;
-      continue;
-    }
     auto dir = cgroups_.openDirExpecting(it->first, it->second.inode);
     if (!dir) {
       it = young_.erase(it);  // removed: cgroup.stat tells the next refresh
+      continue;
+    }
+    // systemd creates a delegated unit's cgroup, then chowns it to the unit's User=: the
+    // walk that found it may have seen root as its owner.
+    struct stat st;
+    if (::fstat(dir->fd(), &st) == 0) owners_[it->first] = static_cast<uint32_t>(st.st_uid);
+    if (limited_.count(it->first)) {
+      ++it;
       continue;
     }
     auto io = cgroups_.readIoMax(*dir);
@@ -329,6 +336,10 @@ Snapshot SnapshotBuilder::assemble(std::vector<Syncer> syncers, TimePoint now) c
     }
   }
   s.syncers = std::move(syncers);
+  for (auto& [path, cs] : s.cgroups) {
+    auto owner = owners_.find(path);
+    if (owner != owners_.end()) cs.ownerUid = owner->second;
+  }
   return s;
 }
 
@@ -370,6 +381,27 @@ Result<std::unique_ptr<Sensors>> Sensors::open(const SenseRoots& roots,
   return s;
 }
 
+// Whose sync it is (docs/policy-semantics.md §5): the effective uid from /proc/TID/status, read
+// once per sync call (a thread cannot change its own credentials while it waits in the call).
+// The text is the kernel's, parsed strictly; a thread gone before the read has no uid.
+void Sensors::readSyncerUids(std::vector<Syncer>& syncers) {
+  std::map<int64_t, KnownUid> next;
+  for (Syncer& sy : syncers) {
+    auto known = uids_.find(sy.tid);
+    if (known != uids_.end() && known->second.since == sy.since) {
+      sy.euid = known->second.euid;
+    } else {
+      const std::string rel = std::to_string(sy.tid) + "/" + procfile::kStatus;
+      auto text = readFileAt(proc_->rootFd(), rel, proc_->root() + "/" + rel);
+      if (text) {
+        if (auto euid = parseStatusEuid(*text)) sy.euid = *euid;
+      }
+    }
+    next[sy.tid] = KnownUid{sy.since, sy.euid};
+  }
+  uids_ = std::move(next);
+}
+
 Sensors::~Sensors() {
   builder_.reset();
   detector_.reset();  // removes the tracefs instance while tracefs_ is still open
@@ -393,6 +425,7 @@ Result<Snapshot> Sensors::tick(TimePoint now, const std::set<CgroupPath>& booste
   lastDetectorTime_ = Clock::now() - t0;
   if (!ticked) return ticked.error();
   auto syncers = detector_->syncers();
+  readSyncerUids(syncers);
   // An unknown cgroup among the syncers: walk now (rate-limited), so this tick's snapshot
   // already holds it and its limit.
   if (builder_->noteSyncers(syncers, now)) {

@@ -101,7 +101,8 @@ class SnapshotBuilder {
   // assemble(), so this tick's snapshot already knows the new cgroup or limit).
   bool noteSyncers(const std::vector<Syncer>& syncers, TimePoint now);
   // Snapshot from the last refresh() plus the syncers (their cgroups and ancestors are
-  // added with their io.max; fd-syscall target devices are mapped to whole disks).
+  // added with their io.max; fd-syscall target devices are mapped to whole disks; every
+  // cgroup carries the directory owner the walk or a young re-read saw).
   Snapshot assemble(std::vector<Syncer> syncers, TimePoint now) const;
 
   // From the last build(): a cgroup with a finite effective write limit holds
@@ -139,6 +140,9 @@ class SnapshotBuilder {
   std::set<CgroupPath> boosted_;                           // setBoosted()
   std::map<CgroupPath, uint64_t> pathInodes_;
   std::map<uint64_t, CgroupPath> inodes_;
+  // Directory owner of every cgroup below the root the walk saw (young ones re-read each
+  // refresh), for CgroupState::ownerUid: who a delegated tenant belongs to.
+  std::map<CgroupPath, uint32_t> owners_;
   std::map<CgroupPath, std::vector<std::string>> children_;
   DeviceStack devices_;
   bool anyLimitedDirty_ = false;
@@ -204,6 +208,12 @@ class Sensors {
 
  private:
   Sensors() = default;
+  void readSyncerUids(std::vector<Syncer>& syncers);
+  struct KnownUid {
+    TimePoint since{};
+    std::optional<uint32_t> euid;
+  };
+  std::map<int64_t, KnownUid> uids_;  // per syncer tid, for its current sync call
   std::unique_ptr<CgroupFs> cgroups_;
   std::unique_ptr<ProcFs> proc_;
   std::unique_ptr<SysBlock> sys_;

@@ -18,19 +18,40 @@ bool allDigits(std::string_view s) {
 
 }  // namespace
 
-bool isBuiltinTenant(const CgroupPath& cgroup) {
+std::optional<uint32_t> builtinTenantOwner(const CgroupPath& cgroup) {
   constexpr std::string_view kUserSlice = "user.slice/user-";
   std::string_view rel = cgroup.relative();
-  if (rel.substr(0, kUserSlice.size()) != kUserSlice) return false;
+  if (rel.substr(0, kUserSlice.size()) != kUserSlice) return std::nullopt;
   rel.remove_prefix(kUserSlice.size());
-  const size_t dot = rel.find(".slice/user@");
-  if (dot == std::string_view::npos) return false;
+  const size_t dot = rel.find(".slice");
+  if (dot == std::string_view::npos) return std::nullopt;
   const std::string_view uid = rel.substr(0, dot);
-  rel.remove_prefix(dot + std::string_view(".slice/user@").size());
-  if (!allDigits(uid)) return false;
+  if (!allDigits(uid)) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : uid) n = n * 10 + uint64_t(c - '0');
+  if (n > UINT32_MAX) return std::nullopt;
+  rel.remove_prefix(dot + std::string_view(".slice").size());
+  if (rel.empty()) return uint32_t(n);  // /user.slice/user-N.slice
   // The manager's own uid must match the slice's: user-1000.slice/user@1000.service.
-  return rel.size() == uid.size() + std::string_view(".service").size() &&
-         rel.substr(0, uid.size()) == uid && rel.substr(uid.size()) == ".service";
+  constexpr std::string_view kManager = "/user@";
+  if (rel.substr(0, kManager.size()) != kManager) return std::nullopt;
+  rel.remove_prefix(kManager.size());
+  if (rel.size() == uid.size() + std::string_view(".service").size() &&
+      rel.substr(0, uid.size()) == uid && rel.substr(uid.size()) == ".service") {
+    return uint32_t(n);
+  }
+  return std::nullopt;
+}
+
+bool isBuiltinTenant(const CgroupPath& cgroup) {
+  return builtinTenantOwner(cgroup).has_value();
+}
+
+bool rootSyncIsolatedByDefault(const CgroupPath& syncerCgroup) {
+  const std::string_view rel = syncerCgroup.relative();
+  constexpr std::string_view kUser = "user.slice";
+  return rel.substr(0, kUser.size()) == kUser &&
+         (rel.size() == kUser.size() || rel[kUser.size()] == '/');
 }
 
 std::map<CgroupPath, PolicySettings> builtinPolicyDefaults() {

@@ -2,7 +2,9 @@
 #pragma once
 // The shipped defaults (docs/architecture.md §3; reasoning in docs/configuration.md). Pure.
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 
 #include "policy/config/knobs.h"
 #include "policy/model/cgroup_path.h"
@@ -18,11 +20,23 @@ inline constexpr std::chrono::seconds kDefaultBudgetWindow{120};
 
 inline constexpr TenantSync kDefaultTenantSync = TenantSync::Self;
 
-// The built-in tenant rule: systemd's per-user service manager of UID N,
-// /user.slice/user-N.slice/user@N.service, is a tenant boundary (everything user N runs in
-// its session manager: apps, cron-like timers, rootless containers). Its session scopes
-// (/user.slice/user-N.slice/session-*.scope) are not below it and are left alone.
+// The built-in tenant rule: each user's slice, /user.slice/user-N.slice (its session scopes:
+// ssh and console logins, and su/sudo from them), and systemd's per-user service manager of
+// UID N inside it, /user.slice/user-N.slice/user@N.service (everything user N runs in its
+// session manager: apps, cron-like timers, rootless containers), are tenant boundaries. The
+// manager is a tenant of its own inside the slice's (tenants nest).
 bool isBuiltinTenant(const CgroupPath& cgroup);
+
+// The uid a built-in tenant's name gives: N for /user.slice/user-N.slice and for
+// /user.slice/user-N.slice/user@N.service; nullopt for any other cgroup (their owner is the
+// uid owning the cgroup directory, a delegated subtree's User=).
+std::optional<uint32_t> builtinTenantOwner(const CgroupPath& cgroup);
+
+// Root's interactive syncs are isolated by default (issue 25): a uid-0 syncer in a cgroup
+// below /user.slice (an admin's ssh or console session, su/sudo from a user's) whose
+// sync_isolation is the built-in default (off for /user.slice) is treated as isolation on.
+// Any value stated in a layer (YAML, drop-in, runtime) is used as stated.
+bool rootSyncIsolatedByDefault(const CgroupPath& syncerCgroup);
 
 // The built-in layer, every value with ValueSource::Kind::Default:
 //   /              sync_isolation on, boost allow, boost_ceiling inherit,

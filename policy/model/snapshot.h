@@ -37,6 +37,10 @@ struct Syncer {
   // tracefs writeback_queue reason=sync: the cgroups (by inode) whose writeback this sync
   // is known to wait on, with the bdi. Empty when unknown (procfs, or not yet seen).
   std::vector<std::pair<uint64_t /*cgroup ino*/, DevNum>> waitsOn;
+  // The effective uid of the thread (/proc/TID/status, as the initial user namespace sees it),
+  // read once per sync call: a thread cannot change its own credentials while it waits in
+  // the call. nullopt when it could not be read. Whose sync it is (docs/policy-semantics.md §5).
+  std::optional<uint32_t> euid;
 };
 
 struct CgroupState {
@@ -45,6 +49,9 @@ struct CgroupState {
   std::vector<IoMaxEntry> ioMax;  // own io.max lines as read
   uint64_t fileDirty = 0;         // memory.stat file_dirty, bytes
   uint64_t fileWriteback = 0;     // memory.stat file_writeback, bytes
+  // The uid that owns the cgroup directory (systemd chowns a delegated unit's cgroup to its
+  // User=): who a delegated tenant belongs to. nullopt when not known.
+  std::optional<uint32_t> ownerUid;
 };
 
 // Block device stack: writes to `dev` are re-issued to `lower` (loop -> backing device,

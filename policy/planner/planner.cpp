@@ -6,6 +6,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "policy/config/defaults.h"
 #include "policy/model/effective_limit.h"
 #include "policy/planner/decision_text.h"
 
@@ -82,35 +83,71 @@ constexpr nanoseconds kMinWakeup = std::chrono::milliseconds(10);
 
 }  // namespace
 
-nanoseconds PlannerState::usedWithin(const CgroupPath& cgroup, TimePoint now,
-                                     seconds window) const {
+std::string SyncParty::describe() const {
+  switch (kind) {
+    case Kind::System:
+      return "the system";
+    case Kind::User:
+      return "uid " + std::to_string(uid);
+    case Kind::Tenant:
+      return "tenant " + tenant.display();
+    case Kind::Any:
+      return "any syncer";
+  }
+  return "?";
+}
+
+namespace {
+
+nanoseconds usedIn(const PlannerState::HolderUsage& u, TimePoint from, TimePoint now) {
+  nanoseconds used(0);
+  for (const PlannerState::Interval& iv : u.closed) {
+    TimePoint b = std::max(iv.begin, from);
+    TimePoint e = std::min(iv.end, now);
+    if (e > b) used += e - b;
+  }
+  if (u.openSince) {
+    TimePoint b = std::max(*u.openSince, from);
+    if (now > b) used += now - b;
+  }
+  return used;
+}
+
+}  // namespace
+
+nanoseconds PlannerState::usedWithin(const BudgetKey& key, TimePoint now, seconds window) const {
   const TimePoint from = now - window;
   nanoseconds used(0);
   if (historyLostAt) {
     const TimePoint e = std::min(*historyLostAt, now);
     if (e > from) used += e - from;
   }
-  auto it = usage.find(cgroup);
-  if (it == usage.end()) return used;
-  for (const Interval& iv : it->second.closed) {
-    TimePoint b = std::max(iv.begin, from);
-    TimePoint e = std::min(iv.end, now);
-    if (e > b) used += e - b;
-  }
-  if (it->second.openSince) {
-    TimePoint b = std::max(*it->second.openSince, from);
-    if (now > b) used += now - b;
+  if (auto it = usage.find(key); it != usage.end()) used += usedIn(it->second, from, now);
+  if (key.party.kind != SyncParty::Kind::Any) {
+    // History from before per-party budgets: whose syncs it was is unknown, so it counts
+    // against every party (for one window after an upgrade).
+    if (auto it = usage.find(BudgetKey{key.account, SyncParty::any()}); it != usage.end())
+      used += usedIn(it->second, from, now);
   }
   return used;
 }
 
-TimePoint PlannerState::budgetFreesAt(const CgroupPath& cgroup, TimePoint now, seconds window,
+TimePoint PlannerState::budgetFreesAt(const BudgetKey& key, TimePoint now, seconds window,
                                       nanoseconds allowed) const {
-  const nanoseconds used = usedWithin(cgroup, now, window);
+  const nanoseconds used = usedWithin(key, now, window);
   if (used < allowed) return now;
-  auto it = usage.find(cgroup);
-  const HolderUsage* u = it == usage.end() ? nullptr : &it->second;
-  if (u && u->openSince) return now + (used - allowed) + nanoseconds(1);  // growing: estimate
+  // The closed intervals that count (the party's own and any from before per-party budgets),
+  // oldest first; an open one makes the use grow, so only an estimate can be given.
+  std::vector<Interval> closed;
+  for (const BudgetKey& k : {key, BudgetKey{key.account, SyncParty::any()}}) {
+    auto it = usage.find(k);
+    if (it == usage.end()) continue;
+    if (it->second.openSince) return now + (used - allowed) + nanoseconds(1);
+    closed.insert(closed.end(), it->second.closed.begin(), it->second.closed.end());
+    if (key.party.kind == SyncParty::Kind::Any) break;
+  }
+  std::sort(closed.begin(), closed.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   // Slide the window start x forward from now - window; coverage shrinks only while x is
   // inside a closed interval. Find where it first drops below `allowed`.
   nanoseconds excess = used - allowed;
@@ -128,9 +165,7 @@ TimePoint PlannerState::budgetFreesAt(const CgroupPath& cgroup, TimePoint now, s
     x = iv.end;
   };
   if (historyLostAt) slide(Interval{x, *historyLostAt});
-  if (u) {
-    for (const Interval& iv : u->closed) slide(iv);
-  }
+  for (const Interval& iv : closed) slide(iv);
   return freesAt ? *freesAt : x + window;
 }
 
@@ -165,6 +200,7 @@ struct Planner::Scratch {
     bool isolationOffSaid = false;
     std::vector<uint32_t> ancestors;  // indices of its cgroup and ancestors present in `cgs`
     uint32_t servedStamp = 0;         // == current pair stamp: already served by that boost
+    SyncParty party;                  // whose budget share its boosts are charged to
   };
   struct WaitRef {
     uint32_t lim;
@@ -216,8 +252,13 @@ struct Planner::Scratch {
   std::vector<int64_t> served;
   std::vector<int32_t> holderPol;  // index into `knobs`, -1: not looked up yet
   std::deque<Knobs> knobs;  // a deque: holderKnobs() hands out references that must survive growth
-  std::vector<std::pair<uint32_t, SyncerId>> spentIdx;        // (lim, syncer id), sorted
-  std::vector<std::pair<uint32_t, TimePoint>> activeHolders;  // (cg, earliest start)
+  std::vector<std::pair<uint32_t, SyncerId>> spentIdx;  // (lim, syncer id), sorted
+  struct Charge {                                       // an account boosted now for a party, since
+    uint32_t account;
+    const SyncParty* party;
+    TimePoint begin;
+  };
+  std::vector<Charge> charges;
   std::vector<SyncerId> present;
   std::vector<Decision> out;
 
@@ -296,16 +337,37 @@ struct Planner::Scratch {
     const int32_t t = holderKnobs(holderCg).tenantCg;
     return t >= 0 ? uint32_t(t) : holderCg;
   }
-  // The syncer and the cgroup that owns the dirty pages are in one tenant whose tenant_sync is
-  // self: the sync is a self-sync.
+  // Who tenant root `t` belongs to: the uid in a built-in tenant's name, else the uid owning its
+  // cgroup directory (a delegated subtree's User=). Root owns every cgroup nobody delegated,
+  // so a directory owned by uid 0 names no owner.
+  std::optional<uint32_t> tenantOwner(uint32_t t) const {
+    if (auto uid = builtinTenantOwner(path(t))) return uid;
+    const auto& owner = cgState(t).ownerUid;
+    if (owner && *owner != 0) return owner;
+    return std::nullopt;
+  }
+  // A self-sync by tenancy (tenant_sync self at the dirtier's tenant): the syncer is in the
+  // dirtier's tenant, or runs as that tenant's owner (a user's cron job or session scope
+  // syncing while the user's manager is throttled).
+  enum class Tenancy { Foreign, SameTenant, SameOwner };
+  Tenancy tenancy(const SyncerInfo& si, uint32_t dirtierCg) {
+    const int32_t t = holderKnobs(dirtierCg).tenantCg;
+    if (t < 0 || holderKnobs(uint32_t(t)).tenantSync != TenantSync::Self) return Tenancy::Foreign;
+    if (si.pol.tenantCg == t) return Tenancy::SameTenant;
+    const auto owner = tenantOwner(uint32_t(t));
+    if (owner && si.s->euid && *si.s->euid == *owner) return Tenancy::SameOwner;
+    return Tenancy::Foreign;
+  }
   bool sameTenant(const SyncerInfo& si, uint32_t dirtierCg) {
-    const int32_t t = si.pol.tenantCg;
-    if (t < 0 || holderKnobs(dirtierCg).tenantCg != t) return false;
-    return holderKnobs(uint32_t(t)).tenantSync == TenantSync::Self;
+    return tenancy(si, dirtierCg) != Tenancy::Foreign;
+  }
+  BudgetKey budgetKey(uint32_t holderCg, const SyncParty& party) {
+    return BudgetKey{path(accountOf(holderCg)), party};
   }
   std::string sameTenantDetail(const SyncerInfo& si, uint32_t dirtierCg, const Lim& L);
   const IoLimits& ownLimit(SyncerInfo& si, const DevNum& dev);
-  bool budgetExhausted(uint32_t cg, bool boostedNow);
+  bool budgetExhausted(uint32_t holderCg, const SyncParty& party, bool boostedNow);
+  std::string budgetDetail(uint32_t holderCg, const SyncParty& party);
 
   // --- phases, in step() order -----------------------------------------------------------
   void startStep(const Snapshot& sn, const std::vector<ActiveBoost>& ac, const PolicyLookup& po,
@@ -337,6 +399,7 @@ struct Planner::Scratch {
   std::string ceilingNotHigherDetail(const Pair& p, SyncerInfo& si);
   void continueBoost(const Pair& p, Members m);
   void refuseOverBudget(const Pair& p);
+  void dropOverBudgetMembers(const Pair& p);
   void startBoost(const Pair& p);
 };
 
@@ -371,12 +434,12 @@ PlanResult Planner::step(const Snapshot& snap, const std::vector<ActiveBoost>& a
   s.indexCgroups();
   s.indexActive();
   s.indexLimits();
-  s.accountBudgets();
   s.forgetDepartedSyncers(liftAll);
+  s.prepareSyncers();  // before the accounting: a boost is charged to its members' parties
+  s.accountBudgets();
   if (liftAll) {
     s.liftForShutdown();
   } else {
-    s.prepareSyncers();
     s.assignDirtiers();
     s.collectWaits();
     s.decidePairs();
@@ -464,48 +527,73 @@ void Planner::Scratch::trimUsage(PlannerState::HolderUsage& u, uint32_t cg) {
   u.closed.erase(u.closed.begin(), keepFrom);
 }
 
-// Budget accounting from what is actually in force. Both lists are in path order: merge them
-// instead of looking paths up.
+// Budget accounting from what is actually in force: each boost of an account is charged to
+// the parties of its members still in their sync call. Both lists are in key order: merge
+// them instead of looking keys up.
 void Planner::Scratch::accountBudgets() {
-  activeHolders.clear();
+  charges.clear();
   for (const auto& [key, idx] : activeByCg) {
     const ActiveBoost& b = boost(idx);
     if (b.shutdownLift) continue;
-    activeHolders.push_back({accountOf(key.first), b.started});
+    TimePoint begin = std::min(b.started, now);
+    // A party first seen in the boost now joined it at the last step (UpdateBoost) at the
+    // earliest; the boost's start is the conservative answer when that step is unknown.
+    if (state->lastStep && *state->lastStep > begin && *state->lastStep <= now)
+      begin = *state->lastStep;
+    const uint32_t account = accountOf(key.first);
+    for (int64_t tid : b.syncerTids) {
+      const int32_t si = syncerByTid(tid);
+      if (si < 0) continue;  // left its sync call: no longer served
+      charges.push_back({account, &syncers[size_t(si)].party, begin});
+    }
   }
-  // One entry per account (its earliest boost): a tenant's boosted time is the time any of its
-  // limits was boosted, not the sum over its limits.
-  std::sort(activeHolders.begin(), activeHolders.end());
-  activeHolders.erase(std::unique(activeHolders.begin(), activeHolders.end(),
-                                  [](const auto& a, const auto& b) { return a.first == b.first; }),
-                      activeHolders.end());
+  auto keyLess = [&](const Charge& a, const Charge& b) {
+    const int c = path(a.account).relative().compare(path(b.account).relative());
+    return c != 0 ? c < 0 : *a.party < *b.party;
+  };
+  // One entry per key (its earliest begin): a party's boosted time is the time any boost of the
+  // account served it, not the sum over the account's limits.
+  std::sort(charges.begin(), charges.end(), [&](const Charge& a, const Charge& b) {
+    if (keyLess(a, b)) return true;
+    if (keyLess(b, a)) return false;
+    return a.begin < b.begin;
+  });
+  charges.erase(std::unique(charges.begin(), charges.end(),
+                            [&](const Charge& a, const Charge& b) {
+                              return !keyLess(a, b) && !keyLess(b, a);
+                            }),
+                charges.end());
   auto& usage = state->usage;
   auto it = usage.begin();
   size_t k = 0;
-  while (it != usage.end() || k < activeHolders.size()) {
+  while (it != usage.end() || k < charges.size()) {
     int cmp = 0;
     if (it == usage.end()) {
       cmp = 1;
-    } else if (k == activeHolders.size()) {
+    } else if (k == charges.size()) {
       cmp = -1;
     } else {
-      cmp = it->first.relative().compare(path(activeHolders[k].first).relative());
+      cmp = it->first.account.relative().compare(path(charges[k].account).relative());
+      if (cmp == 0)
+        cmp = it->first.party < *charges[k].party ? -1 : *charges[k].party < it->first.party;
     }
     if (cmp > 0) {  // boosted, no history yet
-      const auto& [cg, started] = activeHolders[k++];
-      auto& u = usage.emplace_hint(it, path(cg), PlannerState::HolderUsage{})->second;
-      u.openSince = std::min(started, now);
+      const Charge& c = charges[k++];
+      auto& u =
+          usage.emplace_hint(it, BudgetKey{path(c.account), *c.party}, PlannerState::HolderUsage{})
+              ->second;
+      u.openSince = c.begin;
       u.lastSeenActive = now;
       continue;
     }
     auto& u = it->second;
     if (cmp == 0) {  // boosted now
-      const auto& [cg, started] = activeHolders[k++];
-      TimePoint begin = std::min(started, now);
+      const Charge& c = charges[k++];
+      TimePoint begin = c.begin;
       if (!u.closed.empty()) begin = std::max(begin, u.closed.back().end);
       u.openSince = u.openSince ? std::min(*u.openSince, begin) : begin;
       u.lastSeenActive = now;
-      trimUsage(u, cg);
+      trimUsage(u, c.account);
       ++it;
       continue;
     }
@@ -514,7 +602,7 @@ void Planner::Scratch::accountBudgets() {
       if (u.lastSeenActive > *u.openSince) u.closed.push_back({*u.openSince, u.lastSeenActive});
       u.openSince.reset();
     }
-    int32_t cg = findCg(it->first.relative());
+    int32_t cg = findCg(it->first.account.relative());
     if (cg >= 0) trimUsage(u, uint32_t(cg));
     if (cg < 0 || u.closed.empty()) {  // gone cgroups take their history with them
       it = usage.erase(it);
@@ -524,19 +612,20 @@ void Planner::Scratch::accountBudgets() {
   }
 }
 
-// Whether the boost_budget of holder `holderCg`'s account (its tenant, or itself) is used up;
-// arms the wakeup for when that changes.
-bool Planner::Scratch::budgetExhausted(uint32_t holderCg, bool boostedNow) {
+// Whether the boost_budget share of `party` in holder `holderCg`'s account (its tenant, or
+// itself) is used up; arms the wakeup for when that changes.
+bool Planner::Scratch::budgetExhausted(uint32_t holderCg, const SyncParty& party, bool boostedNow) {
   const uint32_t cg = accountOf(holderCg);
   const Knobs& k = holderKnobs(cg);
   if (k.budget.percent >= 100 || k.budget.window.count() <= 0) return false;
   const nanoseconds allowed = nanoseconds(k.budget.window) * k.budget.percent / 100;
-  const nanoseconds used = state->usedWithin(path(cg), now, k.budget.window);
+  const BudgetKey key{path(cg), party};
+  const nanoseconds used = state->usedWithin(key, now, k.budget.window);
   if (used < allowed) {
     if (boostedNow) wakeAt(now + (allowed - used));
     return false;
   }
-  if (!boostedNow) wakeAt(state->budgetFreesAt(path(cg), now, k.budget.window, allowed));
+  if (!boostedNow) wakeAt(state->budgetFreesAt(key, now, k.budget.window, allowed));
   return true;
 }
 
@@ -665,7 +754,22 @@ void Planner::Scratch::prepareSyncer(SyncerInfo& si, const Syncer& sy, uint32_t 
     if (c >= 0) si.ancestors.push_back(uint32_t(c));
   });
   si.id = SyncerId{sy.tid, sy.since};
-  si.pol = knobsOf((*policy)(sy.cgroup));
+  const EffectivePolicy pol = (*policy)(sy.cgroup);
+  si.pol = knobsOf(pol);
+  // Root's interactive syncs (an admin's session below /user.slice) are isolated unless a
+  // layer says otherwise (issue 25: the quick start's `time sync` from an ssh session).
+  if (!si.pol.isolation && sy.euid == 0u &&
+      pol.syncIsolation.source.kind == ValueSource::Kind::Default &&
+      rootSyncIsolatedByDefault(sy.cgroup)) {
+    si.pol.isolation = true;
+  }
+  if (pol.tenantRoot) {
+    si.party = SyncParty::ofTenant(*pol.tenantRoot);
+  } else if (sy.euid && *sy.euid != 0) {
+    si.party = SyncParty::user(*sy.euid);  // a user's cron job: the user's share, not the system's
+  } else {
+    si.party = SyncParty::system();
+  }
   si.heuristic = sy.waitsOn.empty();
   if (sy.syscall != SyncSyscall::Sync && sy.targetDevice) {
     si.allDevices = false;
@@ -808,12 +912,9 @@ void Planner::Scratch::decidePair(uint32_t li, size_t wBegin, size_t wEnd) {
   gatherWanters(p, wBegin, wEnd);
   if (b) {
     continueBoost(p, m);
-  } else if (wanters.empty()) {
-    return;
-  } else if (budgetExhausted(L.cg, false)) {
-    refuseOverBudget(p);
   } else {
-    startBoost(p);
+    refuseOverBudget(p);  // wanters whose party's share is spent
+    if (!wanters.empty()) startBoost(p);
   }
 }
 
@@ -946,10 +1047,17 @@ void Planner::Scratch::evaluate(const Pair& p, uint32_t sIdx, int32_t dirtier, b
 
 std::string Planner::Scratch::sameTenantDetail(const SyncerInfo& si, uint32_t dirtierCg,
                                                const Lim& L) {
+  const std::string help =
+      ": a self-sync and gets no help with " + path(L.cg).display() + "'s limit on " + L.dev.str();
+  if (tenancy(si, dirtierCg) == Tenancy::SameOwner) {
+    const uint32_t t = uint32_t(holderKnobs(dirtierCg).tenantCg);
+    return describeSyncer(*si.s) + " runs as uid " + std::to_string(*si.s->euid) +
+           ", the owner of the dirtier " + path(dirtierCg).display() + "'s tenant " +
+           path(t).display() + " (tenant_sync self): a sync by a tenant's owner is" + help;
+  }
   return describeSyncer(*si.s) + " and the dirtier " + path(dirtierCg).display() +
          " are in one tenant, " + path(uint32_t(si.pol.tenantCg)).display() +
-         " (tenant_sync self)" + ": a sync within a tenant is a self-sync and gets no help with " +
-         path(L.cg).display() + "'s limit on " + L.dev.str();
+         " (tenant_sync self)" + ": a sync within a tenant is" + help;
 }
 
 // The pair's limit raised to the holder's boost_ceiling, as this syncer would have it.
@@ -993,25 +1101,28 @@ void Planner::Scratch::continueBoost(const Pair& p, Members m) {
     std::sort(served.begin(), served.end());
     served.erase(std::unique(served.begin(), served.end()), served.end());
   };
+  refuseOverBudget(p);  // a wanter whose party's share is spent does not join
   if (!wanters.empty()) {
     m.changed = true;
     for (const auto& w : wanters) served.push_back(syncers[w.syncer].s->tid);
     sortServed();
   }
-  auto endEpisode = [&](EndReason why) {
-    restore(why);
-    auto& ids = state->spent[PlannerState::PairKey{p.holder, p.lim.dev}];
-    for (int64_t tid : served) ids.push_back(syncers[size_t(syncerByTid(tid))].id);
-  };
   if (!hk.allow) {
     restore(EndReason::PolicyChanged);
   } else if (served.empty()) {
     restore(m.ineligible ? EndReason::PolicyChanged : EndReason::SyncersLeft);
   } else if (hk.maxBoost.count() > 0 && now - b.started >= hk.maxBoost) {
-    endEpisode(EndReason::MaxBoostTime);
-  } else if (budgetExhausted(p.lim.cg, true)) {
-    endEpisode(EndReason::BudgetExhausted);
+    auto& ids = state->spent[PlannerState::PairKey{p.holder, p.lim.dev}];
+    for (int64_t tid : served) ids.push_back(syncers[size_t(syncerByTid(tid))].id);
+    restore(EndReason::MaxBoostTime);
   } else {
+    const size_t before = served.size();
+    dropOverBudgetMembers(p);
+    if (served.empty()) {
+      restore(EndReason::BudgetExhausted);
+      return;
+    }
+    if (served.size() != before) m.changed = true;
     if (hk.maxBoost.count() > 0) wakeAt(b.started + hk.maxBoost);
     if (m.changed) {
       sortServed();
@@ -1020,27 +1131,66 @@ void Planner::Scratch::continueBoost(const Pair& p, Members m) {
   }
 }
 
-void Planner::Scratch::refuseOverBudget(const Pair& p) {
-  const uint32_t account = accountOf(p.lim.cg);
-  const Knobs& hk = holderKnobs(account);
-  const nanoseconds used = state->usedWithin(path(account), now, hk.budget.window);
-  const std::string who = account == p.lim.cg ? p.holder.display()
-                                              : "tenant " + path(account).display() + " (of " +
-                                                    p.holder.display() + ")";
-  for (const auto& w : wanters) {
-    SyncerInfo& si = syncers[w.syncer];
+// Members whose party's share of the budget is spent leave the boost (cooldown: their sync
+// call is not served again by it); the others keep it. When some stay, each one that leaves is
+// told why; when none stay, the restore line says it.
+void Planner::Scratch::dropOverBudgetMembers(const Pair& p) {
+  std::vector<uint32_t> dropped;
+  auto keep = served.begin();
+  for (int64_t tid : served) {
+    const uint32_t si = uint32_t(syncerByTid(tid));
+    if (budgetExhausted(p.lim.cg, syncers[si].party, true)) {
+      dropped.push_back(si);
+    } else {
+      *keep++ = tid;
+    }
+  }
+  served.erase(keep, served.end());
+  if (dropped.empty()) return;
+  auto& ids = state->spent[PlannerState::PairKey{p.holder, p.lim.dev}];
+  for (uint32_t si : dropped) ids.push_back(syncers[si].id);
+  if (served.empty()) return;
+  for (uint32_t sIdx : dropped) {
+    SyncerInfo& si = syncers[sIdx];
     refuse(si.reported, si.id,
            fingerprint(holderHash(p.lim), p.lim.dev, RefuseReason::BudgetExhausted), [&] {
-             return Refuse{p.holder,
-                           pathOr(w.dirtier, p.holder),
-                           p.lim.dev,
-                           *si.s,
-                           RefuseReason::BudgetExhausted,
-                           who + " was boosted " + fmtSeconds(used) + " of the last " +
-                               fmtSeconds(hk.budget.window) + " (boost_budget " +
-                               std::to_string(hk.budget.percent) + "%)"};
+             return Refuse{
+                 p.holder, pathOr(p.lim.dirtier, p.holder), p.lim.dev,
+                 *si.s,    RefuseReason::BudgetExhausted,   budgetDetail(p.lim.cg, si.party)};
            });
   }
+}
+
+std::string Planner::Scratch::budgetDetail(uint32_t holderCg, const SyncParty& party) {
+  const uint32_t account = accountOf(holderCg);
+  const Knobs& hk = holderKnobs(account);
+  const nanoseconds used =
+      state->usedWithin(BudgetKey{path(account), party}, now, hk.budget.window);
+  const std::string who = account == holderCg ? path(holderCg).display()
+                                              : "tenant " + path(account).display() + " (of " +
+                                                    path(holderCg).display() + ")";
+  return who + " was boosted " + fmtSeconds(used) + " of the last " + fmtSeconds(hk.budget.window) +
+         " for syncs of " + party.describe() + " (boost_budget " +
+         std::to_string(hk.budget.percent) + "% per syncing party)";
+}
+
+// Wanters whose party's share of the holder's budget is spent are refused and leave `wanters`.
+void Planner::Scratch::refuseOverBudget(const Pair& p) {
+  auto keep = wanters.begin();
+  for (const Wanter& w : wanters) {
+    SyncerInfo& si = syncers[w.syncer];
+    if (!budgetExhausted(p.lim.cg, si.party, false)) {
+      *keep++ = w;
+      continue;
+    }
+    refuse(si.reported, si.id,
+           fingerprint(holderHash(p.lim), p.lim.dev, RefuseReason::BudgetExhausted), [&] {
+             return Refuse{
+                 p.holder, pathOr(w.dirtier, p.holder),   p.lim.dev,
+                 *si.s,    RefuseReason::BudgetExhausted, budgetDetail(p.lim.cg, si.party)};
+           });
+  }
+  wanters.erase(keep, wanters.end());
 }
 
 // One boost per (holder, device): the highest ceiling among the syncers that want it; the
@@ -1075,7 +1225,8 @@ void Planner::Scratch::startBoost(const Pair& p) {
     return;
   }
   if (p.knobs.maxBoost.count() > 0) wakeAt(now + p.knobs.maxBoost);
-  budgetExhausted(L.cg, true);  // arms the wakeup for when the budget runs out
+  // Arms the wakeup for when a wanter's share runs out.
+  for (const auto& w : wanters) budgetExhausted(L.cg, syncers[w.syncer].party, true);
   StartBoost d;
   d.cgroup = holder;
   d.dirtier = dirtierPath;
@@ -1111,6 +1262,7 @@ PlanResult Planner::Scratch::emitOrdered() {
   }
   out.clear();
   result.nextWakeup = wakeup;
+  state->lastStep = now;
   snap = nullptr;
   active = nullptr;
   policy = nullptr;

@@ -37,6 +37,33 @@ struct SyncerId {
   auto operator<=>(const SyncerId&) const = default;
 };
 
+// Who a sync is charged to (docs/policy-semantics.md §5, "Budgets"): the syncer's tenant
+// root; outside every tenant, its uid when that is not 0; else the system (root's syncs outside
+// tenants, and syncers whose uid could not be read). `Any` is a record from a budgets.json
+// written before budgets were kept per syncing party: it counts against every party's share.
+struct SyncParty {
+  enum class Kind { System, User, Tenant, Any };
+  Kind kind = Kind::System;
+  uint32_t uid = 0;   // User
+  CgroupPath tenant;  // Tenant
+  auto operator<=>(const SyncParty&) const = default;
+  static SyncParty system() { return {}; }
+  static SyncParty user(uint32_t uid) { return {Kind::User, uid, {}}; }
+  static SyncParty ofTenant(CgroupPath root) { return {Kind::Tenant, 0, std::move(root)}; }
+  static SyncParty any() { return {Kind::Any, 0, {}}; }
+  // "the system", "uid 1000", "tenant /user.slice/user-1000.slice", "any syncer"
+  std::string describe() const;
+};
+
+// A budget account: the limit's account (its tenant root, or the holder outside tenants) and
+// the syncing party it is charged for. Each party has the account's whole boost_budget: no
+// party's syncs can spend the share another party's syncs rely on.
+struct BudgetKey {
+  CgroupPath account;
+  SyncParty party;
+  auto operator<=>(const BudgetKey&) const = default;
+};
+
 // What the planner remembers between steps. A plain value: copyable, comparable. The daemon
 // keeps `usage` (and historyLostAt) across restarts in <run-dir>/budgets.json
 // (daemon/act/budget_store.h) and hands it to Planner(PlannerState); the rest is per sync call
@@ -46,19 +73,23 @@ struct PlannerState {
     TimePoint begin{}, end{};
     bool operator==(const Interval&) const = default;
   };
-  // Budget accounting per account, across its devices: the tenant root for a limit inside a
-  // tenant (all its limits share one budget), else the boosted cgroup (the holder) itself.
+  // Budget accounting per (account, syncing party), across the account's devices: the time
+  // during which a boost of one of the account's limits served a syncer of that party.
   struct HolderUsage {
     std::vector<Interval> closed;        // past boosted time, oldest first
     std::optional<TimePoint> openSince;  // boosted now, since
     TimePoint lastSeenActive{};          // last step that saw a boost on it in force
     bool operator==(const HolderUsage&) const = default;
   };
-  std::map<CgroupPath, HolderUsage> usage;
+  std::map<BudgetKey, HolderUsage> usage;
   // The budget history could not be read at this time (budgets.json unreadable): every
   // account counts as boosted for all of its window before it. A lost history must not turn
   // into a fresh budget.
   std::optional<TimePoint> historyLostAt;
+  // The time of the last step: a party that joins a running boost was added then (by an
+  // UpdateBoost), not when the boost started, and is charged from then. Unknown (a new
+  // Planner): from the boost's start.
+  std::optional<TimePoint> lastStep;
 
   struct PairKey {
     CgroupPath cgroup;
@@ -75,12 +106,13 @@ struct PlannerState {
 
   bool operator==(const PlannerState&) const = default;
 
-  // Seconds account `cgroup` was boosted within [now - window, now].
-  std::chrono::nanoseconds usedWithin(const CgroupPath& cgroup, TimePoint now,
+  // Seconds `key` was boosted within [now - window, now] (plus its account's records from
+  // before per-party budgets, SyncParty::Any).
+  std::chrono::nanoseconds usedWithin(const BudgetKey& key, TimePoint now,
                                       std::chrono::seconds window) const;
-  // When `cgroup`'s use within the sliding window first drops below `allowed` (now if it is
+  // When `key`'s use within the sliding window first drops below `allowed` (now if it is
   // below already).
-  TimePoint budgetFreesAt(const CgroupPath& cgroup, TimePoint now, std::chrono::seconds window,
+  TimePoint budgetFreesAt(const BudgetKey& key, TimePoint now, std::chrono::seconds window,
                           std::chrono::nanoseconds allowed) const;
 };
 

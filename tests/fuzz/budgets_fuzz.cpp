@@ -62,8 +62,9 @@ void checkAgainstDocument(std::string_view text, const ParsedBudgets& p) {
   std::set<CgroupPath> cgroups;
   collect(*doc, ints, cgroups);
   auto known = [&](TimePoint t) { return ints.contains(usecOf(t)); };
-  for (const auto& [cg, u] : p.usage) {
-    FUZZ_CHECK(cgroups.contains(cg));
+  for (const auto& [key, u] : p.usage) {
+    FUZZ_CHECK(cgroups.contains(key.account));
+    if (key.party.kind == SyncParty::Kind::Tenant) FUZZ_CHECK(cgroups.contains(key.party.tenant));
     for (const auto& i : u.closed) FUZZ_CHECK(known(i.begin) && known(i.end) && i.begin <= i.end);
     FUZZ_CHECK(!u.openSince || known(*u.openSince));
     FUZZ_CHECK(u.lastSeenActive == TimePoint{} || known(u.lastSeenActive));
@@ -78,11 +79,11 @@ void checkApplied(const ParsedBudgets& p) {
   applyLoadedBudgets(p, now, state);
   if (p.unreadable) FUZZ_CHECK(state.historyLostAt == now);
   for (const CgroupPath& cg : p.unreadableAccounts) {
-    const auto& u = state.usage.at(cg);
+    const auto& u = state.usage.at(BudgetKey{cg, SyncParty::any()});
     FUZZ_CHECK(!u.openSince && u.closed.size() == 1);
     FUZZ_CHECK(u.closed[0].end == now && now - u.closed[0].begin == std::chrono::hours(24));
   }
-  for (const auto& [cg, u] : state.usage) {
+  for (const auto& [key, u] : state.usage) {
     FUZZ_CHECK(!u.openSince || (*u.openSince <= now && u.lastSeenActive >= *u.openSince));
     for (const auto& i : u.closed) FUZZ_CHECK(i.begin <= i.end && i.end <= now);
   }

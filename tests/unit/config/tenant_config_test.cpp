@@ -82,10 +82,31 @@ TEST(TenantConfig, BuiltinUserManagerRule) {
   EXPECT_TRUE(isBuiltinTenant(cg("/user.slice/user-0.slice/user@0.service")));
   EXPECT_FALSE(isBuiltinTenant(cg("/user.slice/user-1000.slice/user@1001.service")));
   EXPECT_FALSE(isBuiltinTenant(cg("/user.slice/user-1000.slice/session-3.scope")));
-  EXPECT_FALSE(isBuiltinTenant(cg("/user.slice/user-1000.slice")));
+  // user-UID.slice (session scopes, su/sudo from them) is a tenant of its own (issue 25).
+  EXPECT_TRUE(isBuiltinTenant(cg("/user.slice/user-1000.slice")));
+  EXPECT_FALSE(isBuiltinTenant(cg("/user.slice/user-99999999999.slice")));
+  EXPECT_FALSE(isBuiltinTenant(cg("/user.slice/user-1000.slicex")));
   EXPECT_FALSE(isBuiltinTenant(cg(std::string(kUser) + "/app.slice")));
   EXPECT_FALSE(isBuiltinTenant(cg("/user.slice/user-x.slice/user@x.service")));
   EXPECT_FALSE(isBuiltinTenant(cg("/system.slice/user-1000.slice/user@1000.service")));
+}
+
+TEST(TenantConfig, BuiltinTenantOwnerComesFromTheName) {
+  EXPECT_EQ(builtinTenantOwner(cg(kUser)), 1000u);
+  EXPECT_EQ(builtinTenantOwner(cg("/user.slice/user-1000.slice")), 1000u);
+  EXPECT_EQ(builtinTenantOwner(cg("/user.slice/user-0.slice")), 0u);
+  EXPECT_EQ(builtinTenantOwner(cg("/user.slice/user-1000.slice/session-3.scope")), std::nullopt);
+  EXPECT_EQ(builtinTenantOwner(cg("/user.slice/user-1000.slice/user@1001.service")), std::nullopt);
+  EXPECT_EQ(builtinTenantOwner(cg("/user.slice/user-4294967296.slice")), std::nullopt);
+  EXPECT_EQ(builtinTenantOwner(cg("/machine.slice/user-1000.slice")), std::nullopt);
+}
+
+TEST(TenantConfig, RootSyncsBelowUserSliceAreIsolatedByDefault) {
+  EXPECT_TRUE(rootSyncIsolatedByDefault(cg("/user.slice/user-0.slice/session-1.scope")));
+  EXPECT_TRUE(rootSyncIsolatedByDefault(cg("/user.slice")));
+  EXPECT_FALSE(rootSyncIsolatedByDefault(cg("/user.slicex/a")));
+  EXPECT_FALSE(rootSyncIsolatedByDefault(cg("/machine.slice/ctr.scope")));
+  EXPECT_FALSE(rootSyncIsolatedByDefault(cg("/")));
 }
 
 TEST(TenantConfig, ResolverFindsTheNearestTenant) {
@@ -119,7 +140,10 @@ TEST(TenantConfig, ResolverFindsTheNearestTenant) {
   EXPECT_EQ(*r.resolve(cg("/machine.slice/box.scope/payload")).tenantRoot,
             cg("/machine.slice/box.scope"));
   EXPECT_FALSE(r.resolve(cg("/system.slice/cron.service")).tenantRoot);
-  EXPECT_FALSE(r.resolve(cg("/user.slice/user-1000.slice/session-2.scope")).tenantRoot);
+  // A session scope belongs to the user's slice, a tenant of its own (issue 25).
+  EXPECT_EQ(*r.resolve(cg("/user.slice/user-1000.slice/session-2.scope")).tenantRoot,
+            cg("/user.slice/user-1000.slice"));
+  EXPECT_FALSE(r.resolve(cg("/user.slice/session-2.scope")).tenantRoot);
 }
 
 TEST(TenantConfig, TenantOffOverridesTheBuiltinRule) {
@@ -130,7 +154,8 @@ TEST(TenantConfig, TenantOffOverridesTheBuiltinRule) {
   l.dropIn[cg(kUser)] = off;
   PolicyResolver r(l);
   auto p = r.resolve(cg(std::string(kUser) + "/app.slice/a.service"));
-  EXPECT_FALSE(p.tenantRoot);
+  ASSERT_TRUE(p.tenantRoot);  // the manager's boundary is gone; the slice's is not
+  EXPECT_EQ(*p.tenantRoot, cg("/user.slice/user-1000.slice"));
   auto u = r.resolve(cg(kUser));
   EXPECT_FALSE(u.tenant.value);
   EXPECT_EQ(u.tenant.source.describe(), "/etc/systemd/user@.service.d/x.conf:2");

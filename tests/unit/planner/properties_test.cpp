@@ -9,7 +9,10 @@
 //  P2 no two active boosts for the same (cgroup, device), and never a second StartBoost;
 //  P3 once every syncer is gone, every non-shutdown boost is restored within 2 steps;
 //  P4 no boost outlives max_boost_seconds by more than one step;
-//  P5 a boost never lowers a limit and never touches rbps/riops.
+//  P5 a boost never lowers a limit and never touches rbps/riops;
+//  P6 a syncer is refused for the budget, or a boost ends by it, only when the share of the
+//     syncer's own party (its tenant, its uid, or the system) is spent: no party's syncs
+//     spend another's (issue 25).
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -23,6 +26,7 @@ namespace {
 struct Stats {
   uint64_t steps = 0, starts = 0, lifts = 0, restores = 0, updates = 0, refusals = 0;
   uint64_t drains = 0;
+  uint64_t partyBudgetRefusals = 0;  // P6 checked on a refusal of a party other than the system
   std::map<std::string, uint64_t> endReasons;
 };
 
@@ -46,6 +50,9 @@ class Sim {
     paths_.push_back("/cg10");
     for (const auto& p : paths_) w_.addCgroup(p);
     for (int i = 0; i < 8; ++i) randomLimit();
+    for (const char* t : {"/tenants/c0", "/user.slice/c1"}) {
+      if (std::find(paths_.begin(), paths_.end(), t) != paths_.end()) w_.tenant(t);
+    }
   }
 
   void run(int steps) {
@@ -99,6 +106,8 @@ class Sim {
           std::optional<DevNum> target;
           if (call != SyncSyscall::Sync && coin(0.7)) target = randomDev();
           Syncer& s = w_.syncer(nextTid_++, randomPath(), call, target);
+          static const uint32_t uids[] = {0, 1000, 1001};
+          if (coin(0.7)) s.euid = uids[pick(3)];
           if (coin(0.3)) {
             for (int k = 0; k < 2; ++k) {
               s.waitsOn.push_back({w_.inode(randomPath()), randomDev()});
@@ -194,6 +203,7 @@ class Sim {
         ++stats_.refusals;
       }
     }
+    checkBudgetShares();
     // P2
     for (size_t i = 0; i < w_.active.size(); ++i) {
       for (size_t j = i + 1; j < w_.active.size(); ++j) {
@@ -214,6 +224,36 @@ class Sim {
     ASSERT_FALSE(::testing::Test::HasFatalFailure());
     (void)before;
     (void)lines;
+  }
+
+  // The party a syncer's boosts are charged to, as docs/policy-semantics.md §5 defines it.
+  SyncParty partyOf(const Syncer& s) const {
+    const EffectivePolicy p = w_.lookup(s.cgroup);
+    if (p.tenantRoot) return SyncParty::ofTenant(*p.tenantRoot);
+    if (s.euid && *s.euid != 0) return SyncParty::user(*s.euid);
+    return SyncParty::system();
+  }
+  // P6, against the planner's own accounting after the step: the key of the refused syncer (or
+  // of every member of a boost ended by the budget) must have spent its share.
+  void checkBudgetShares() {
+    auto spent = [&](const CgroupPath& holder, const Syncer& s) {
+      const EffectivePolicy hp = w_.lookup(holder);
+      const CgroupPath account = hp.tenantRoot ? *hp.tenantRoot : holder;
+      const BoostBudget budget = w_.lookup(account).boostBudget.value;
+      const auto allowed = std::chrono::nanoseconds(budget.window) * budget.percent / 100;
+      const BudgetKey key{account, partyOf(s)};
+      return w_.planner.state().usedWithin(key, w_.snap.now, budget.window) >= allowed;
+    };
+    for (const Decision& d : w_.last.decisions) {
+      if (auto* r = std::get_if<Refuse>(&d); r && r->why == RefuseReason::BudgetExhausted) {
+        const Syncer* s = w_.findSyncer(r->syncer.tid);
+        ASSERT_TRUE(s);
+        EXPECT_TRUE(spent(r->cgroup, *s))
+            << "tid " << s->tid << " refused for " << partyOf(*s).describe()
+            << " whose share is not spent: " << r->detail;
+        if (partyOf(*s).kind != SyncParty::Kind::System) ++stats_.partyBudgetRefusals;
+      }
+    }
   }
 
   // P3: all syncers leave; every boost that is not a shutdown lift must be restored soon.
@@ -254,7 +294,8 @@ TEST(PlannerProperties, RandomizedRunsKeepEveryInvariant) {
   std::cout << "[ stats    ] runs=" << kRuns << " steps=" << stats.steps
             << " starts=" << stats.starts << " lifts=" << stats.lifts
             << " restores=" << stats.restores << " updates=" << stats.updates
-            << " refusals=" << stats.refusals << " drains=" << stats.drains << "\n[ stats    ]";
+            << " refusals=" << stats.refusals << " drains=" << stats.drains
+            << " party_budget_refusals=" << stats.partyBudgetRefusals << "\n[ stats    ]";
   for (const auto& [k, v] : stats.endReasons) std::cout << " " << k << "=" << v;
   std::cout << "\n";
   // The generator must actually exercise the planner, not pass vacuously.
@@ -266,6 +307,7 @@ TEST(PlannerProperties, RandomizedRunsKeepEveryInvariant) {
   EXPECT_GT(stats.endReasons["cgroup-gone"], 0u);
   EXPECT_GT(stats.endReasons["policy-changed"], 10u);
   EXPECT_GT(stats.lifts, 10u);
+  EXPECT_GT(stats.partyBudgetRefusals, 100u);
 }
 
 // The planner state is a value: copying a planner mid-run and feeding both the same inputs

@@ -115,7 +115,7 @@ TEST(PlannerTenant, BudgetIsKeptPerTenant) {
   w.leave(2);
   STEP("restore /t/a 254:0 syncers-left");
   ASSERT_EQ(w.planner.state().usage.size(), 1u);
-  EXPECT_EQ(w.planner.state().usage.begin()->first, cg("/t"));  // the tenant's account
+  EXPECT_EQ(w.planner.state().usage.begin()->first.account, cg("/t"));  // the tenant's account
 
   w.dirty("/t/a", 0);
   w.limit("/t/b", "254:0", 1 * MiB);

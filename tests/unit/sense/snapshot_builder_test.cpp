@@ -2,6 +2,9 @@
 #include "daemon/sense/snapshot_builder.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
 
 #include "daemon/app/observe.h"
 #include "tests/unit/sense/fake_tree.h"
@@ -38,6 +41,16 @@ class SnapshotBuilderTest : public ::testing::Test {
     }
   }
   CgroupPath p(const char* s) { return *CgroupPath::parse(s); }
+  // Sensors over this cgroup tree and the given fake /proc, /sys and tracefs.
+  Result<std::unique_ptr<Sensors>> openSensors(const FakeTree& proc, const FakeTree& sys,
+                                               const FakeTree& tracefs) {
+    ObserveOptions o;
+    o.roots.cgroup = tree.root();
+    o.roots.proc = proc.root();
+    o.roots.sys = sys.root();
+    o.roots.tracefs = tracefs.root();
+    return Sensors::open(o.roots, o.settings);
+  }
   FakeTree tree;
   std::unique_ptr<CgroupFs> cgfs;
 };
@@ -184,18 +197,70 @@ TEST(ObserveArgs, Parses) {
 TEST_F(SnapshotBuilderTest, SensorsOnFakeRootsRunOnce) {
   FakeTree proc, sys, tracefs;
   proc.file("self/mountinfo", "");
-  ObserveOptions o;
-  o.roots.cgroup = tree.root();
-  o.roots.proc = proc.root();
-  o.roots.sys = sys.root();
-  o.roots.tracefs = tracefs.root();
-  auto sensors = Sensors::open(o.roots, o.settings);
+  auto sensors = openSensors(proc, sys, tracefs);
   ASSERT_TRUE(sensors.ok()) << sensors.error().message;
   EXPECT_EQ((*sensors)->detectorKind(), DetectorKind::Procfs);
   auto snap = (*sensors)->tick(Clock::now());
   ASSERT_TRUE(snap.ok()) << snap.error().message;
   EXPECT_TRUE(snap->syncers.empty());
   EXPECT_EQ(snap->cgroups.count(p("/cg1")), 1u);
+}
+
+// Issue 25: who a delegated tenant belongs to is the owner of its cgroup directory (systemd
+// chowns a Delegate=yes unit's cgroup to its User=), and a chown after the walk (systemd's
+// mkdir, then chown) is seen while the cgroup is young.
+TEST_F(SnapshotBuilderTest, CgroupsCarryTheirDirectoryOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
+  ASSERT_EQ(::chown((tree.root() + "/tenants/t1").c_str(), 2000, 2000), 0);
+  SnapshotBuilderOptions opt;
+  opt.minRescanGap = std::chrono::milliseconds(0);
+  SnapshotBuilder b(*cgfs, nullptr, opt);
+  const TimePoint t0 = Clock::now();
+  auto snap = b.build({}, t0);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->cgroups.at(p("/tenants/t1")).ownerUid, 2000u);
+  EXPECT_EQ(snap->cgroups.at(p("/cg1")).ownerUid, 0u);
+  EXPECT_EQ(snap->cgroups.at(p("/")).ownerUid, std::nullopt);  // the root: nobody's tenant
+
+  cg("tenants/ci", "8:0 wbps=1048576\n", 0, 0);  // created as root...
+  b.invalidate();
+  ASSERT_TRUE(b.build({}, t0 + std::chrono::seconds(1)).ok());
+  ASSERT_EQ(::chown((tree.root() + "/tenants/ci").c_str(), 3000, 3000), 0);  // ...then chowned
+  snap = b.build({}, t0 + std::chrono::seconds(2));
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->cgroups.at(p("/tenants/ci")).ownerUid, 3000u);
+}
+
+// The syncer's effective uid comes from /proc/TID/status (second field of "Uid:"), read once
+// per sync call; a status without a well-formed Uid line gives no uid.
+TEST_F(SnapshotBuilderTest, SyncersCarryTheirEffectiveUid) {
+  FakeTree proc, sys, tracefs;
+  proc.file("self/mountinfo", "");
+  testing::addThread(proc, 101, 101, "cron", 'D', testing::procSyscallLine(162), "/cg2");
+  proc.file("101/status", "Name:\tcron\nTgid:\t101\nUid:\t1000\t1000\t1000\t1000\n");
+  testing::addThread(proc, 201, 201, "setuid", 'D', testing::procSyscallLine(162), "/cg2");
+  proc.file("201/status", "Name:\tsetuid\nTgid:\t201\nUid:\t1000\t0\t0\t0\n");
+  testing::addThread(proc, 301, 301, "odd", 'D', testing::procSyscallLine(162), "/cg2");
+  proc.file("301/status", "Name:\todd\nUid:\t12x\n");
+  auto sensors = openSensors(proc, sys, tracefs);
+  ASSERT_TRUE(sensors.ok()) << sensors.error().message;
+  auto snap = (*sensors)->tick(Clock::now());
+  ASSERT_TRUE(snap.ok()) << snap.error().message;
+  std::map<int64_t, std::optional<uint32_t>> uids;
+  for (const auto& sy : snap->syncers) uids[sy.tid] = sy.euid;
+  ASSERT_EQ(uids.size(), 3u);
+  EXPECT_EQ(uids[101], 1000u);
+  EXPECT_EQ(uids[201], 0u);  // effective, not real
+  EXPECT_EQ(uids[301], std::nullopt);
+  // Same sync call: not read again (a changed file is not looked at).
+  proc.file("101/status", "Name:\tcron\nTgid:\t101\nUid:\t5\t5\t5\t5\n");
+  snap = (*sensors)->tick(Clock::now());
+  ASSERT_TRUE(snap.ok());
+  for (const auto& sy : snap->syncers) {
+    if (sy.tid == 101) {
+      EXPECT_EQ(sy.euid, 1000u);
+    }
+  }
 }
 
 }  // namespace
