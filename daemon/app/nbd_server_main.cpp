@@ -33,6 +33,7 @@
 
 #include "daemon/blockdev/nbd/nbd_device.h"
 #include "daemon/blockdev/nbd/nbd_server.h"
+#include "daemon/kernel/device_lock.h"
 #include "policy/cli/command_line.h"
 
 using namespace cxiosync;
@@ -237,6 +238,7 @@ struct Attached {
   int index = -1;
   UniqueFd nbdFd;
   std::vector<UniqueFd> serverSocks;
+  UniqueFd lock;  // BSD lock on the node until the device is up (device_lock.h)
 };
 
 // An open candidate device configured with `workers` fresh socket pairs, or an error (EBUSY:
@@ -259,7 +261,7 @@ Result<Attached> configureWith(const ServerArgs& a, const AttachOptions& ao, Uni
     return makeError(path + ": " + c.error().message, c.error().code);
   }
   // The kernel holds its own references to its ends now; `kernel` closes ours.
-  return Attached{index, std::move(dev), std::move(mine)};
+  return Attached{index, std::move(dev), std::move(mine), UniqueFd()};
 }
 
 // A free device: no server connected and size 0. EBUSY on SET_SOCK = someone else is
@@ -292,8 +294,19 @@ Attached attachDevice(const ServerArgs& a, const Backing& b) {
       lastErr = path + ": " + std::strerror(errno);
       continue;
     }
-    auto t = configureWith(a, ao, UniqueFd(fd), cand, path);
-    if (t) return std::move(*t);
+    UniqueFd dev(fd);
+    auto lock = lockDeviceNode(dev.get());
+    if (!lock) {
+      // Someone else is configuring it (or udev is probing it): not free for us.
+      lastErr = lock.error().message;
+      if (a.wantDevice >= 0) die(EBUSY, lastErr);
+      continue;
+    }
+    auto t = configureWith(a, ao, std::move(dev), cand, path);
+    if (t) {
+      t->lock = std::move(*lock);
+      return std::move(*t);
+    }
     lastErr = t.error().message;
     if (t.error().code == EBUSY && a.wantDevice < 0) continue;
     die(t.error().code, lastErr);
@@ -423,6 +436,7 @@ int main(int argc, char** argv) {
             (doItErr ? std::string(": NBD_DO_IT: ") + std::strerror(doItErr) : std::string()));
   }
   raiseMaxSectors(args.sysRoot, dev.index);
+  releaseDeviceLock(dev.lock);  // connected and tuned: udev may probe it now
   reportReady(server, b, dev.index, args.workers, directFd);
   waitDisconnect(sigs, doItDone, dev.nbdFd.get());
   doIt.join();

@@ -231,6 +231,10 @@ Result<UniqueFd> LinuxLoopKernel::openDevice(int index, bool writable, bool wait
   return UniqueFd(fd);
 }
 
+Result<UniqueFd> LinuxLoopKernel::lockDevice(int devFd) {
+  return lockDeviceNode(devFd);
+}
+
 Status LinuxLoopKernel::configure(int devFd, const loop_config& config) {
   if (xioctl(devFd, LOOP_CONFIGURE, &config) < 0) return ioctlError(errno, "LOOP_CONFIGURE", devFd);
   return Ok{};

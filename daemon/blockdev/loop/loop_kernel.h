@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "daemon/blockdev/loop_types.h"
+#include "daemon/kernel/device_lock.h"
 #include "daemon/kernel/fs.h"
 
 namespace cxiosync {
@@ -96,6 +97,13 @@ class LoopKernel {
   // Opens /dev/loopN (O_RDWR, or O_RDONLY when !writable). With waitForNode, waits for the
   // node to appear (udev/devtmpfs may be late) and may fall back to a private node.
   virtual Result<UniqueFd> openDevice(int index, bool writable, bool waitForNode) = 0;
+  // The BSD lock held while configuring (daemon/kernel/device_lock.h). EWOULDBLOCK: someone
+  // else is configuring (or udev probing) the device: take another. The default (fakes)
+  // takes none.
+  virtual Result<UniqueFd> lockDevice(int devFd) {
+    (void)devFd;
+    return UniqueFd();
+  }
   virtual Status configure(int devFd, const loop_config& config) = 0;
   virtual Status setFd(int devFd, int backingFd) = 0;
   virtual Status setStatus(int devFd, const loop_info64& info) = 0;
@@ -127,6 +135,7 @@ class LinuxLoopKernel : public LoopKernel {
 
   Result<int> getFree() override;
   Result<UniqueFd> openDevice(int index, bool writable, bool waitForNode) override;
+  Result<UniqueFd> lockDevice(int devFd) override;
   Status configure(int devFd, const loop_config& config) override;
   Status setFd(int devFd, int backingFd) override;
   Status setStatus(int devFd, const loop_info64& info) override;

@@ -304,6 +304,7 @@ Result<LoopSetupResult> LoopManager::setup(int backingFd, const BackingInfo& b,
   // attach we made (none of our later changes moves it; only an attach or detach does).
   if (auto now = kernel_->sysfs().read(d.index); now && now->diskseq) rec.diskseq = *now->diskseq;
   if (auto r = recordOwner(d, rec); !r) return r.error();
+  releaseDeviceLock(d.lock);  // configured, read back and recorded: udev may probe it now
 
   auto shown = info(d.index, {rec});
   if (!shown) return shown.error();
@@ -334,7 +335,13 @@ Result<LoopManager::Bound> LoopManager::bindFree(const loop_config& cfg, const L
       if (retryable(last.code) || last.code == ENXIO || last.code == ENODEV) continue;
       return last;
     }
-    Bound d{*free, std::move(*fd)};
+    auto lock = kernel_->lockDevice(fd->get());
+    if (!lock) {
+      // Locked: another program is configuring it (or udev is probing it). Not ours.
+      last = lock.error();
+      continue;
+    }
+    Bound d{*free, std::move(*fd), std::move(*lock)};
     auto bound = bind(d, cfg, res, last);
     if (!bound) return bound.error();
     if (*bound) return d;

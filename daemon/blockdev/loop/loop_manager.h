@@ -138,6 +138,7 @@ class LoopManager {
   struct Bound {
     int index = -1;
     UniqueFd dev;
+    UniqueFd lock;  // the BSD lock on the node until setup is done (udev must not probe)
   };
   // GET_FREE, open, bind; another round when another loop user takes the device first.
   Result<Bound> bindFree(const loop_config& cfg, const LoopOptions& o, LoopSetupResult& res);
