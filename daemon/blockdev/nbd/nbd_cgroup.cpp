@@ -114,6 +114,19 @@ Result<TargetCgroup> openProcessCgroup(pid_t pid, uint32_t expectedUid, const st
   return TargetCgroup{parsed->v2->path, std::move(*dir)};
 }
 
+Status refuseFrozen(const TargetCgroup& t) {
+  auto freeze = readFileAt(t.dir.get(), "cgroup.freeze", t.path + "/cgroup.freeze");
+  const bool asked = freeze && freeze->rfind("1", 0) == 0;
+  auto events = readFileAt(t.dir.get(), "cgroup.events", t.path + "/cgroup.events");
+  const bool frozen = events && (events->rfind("frozen 1", 0) == 0 ||
+                                 events->find("\nfrozen 1") != std::string::npos);
+  if (!asked && !frozen) return Ok{};
+  return makeError("the caller's cgroup " + t.path + " is frozen (" +
+                       (asked ? "cgroup.freeze 1" : "cgroup.events frozen 1") +
+                       "): an nbd server started there could not run; thaw it and retry",
+                   EBUSY);
+}
+
 std::string processCgroupPath(pid_t pid, const std::string& procRoot) {
   if (pid <= 0) return {};
   const std::string p = procRoot + "/" + std::to_string(pid) + "/cgroup";

@@ -53,6 +53,13 @@ struct TargetCgroup {
 Result<TargetCgroup> openProcessCgroup(pid_t pid, uint32_t expectedUid,
                                        const std::string& procRoot = "/proc",
                                        const std::string& cgroupRoot = "/sys/fs/cgroup");
+// EBUSY when the target cgroup is frozen: its own cgroup.freeze is 1, or cgroup.events says
+// "frozen 1" (also when an ancestor froze it). A server cloned into it would start frozen and
+// never report ready (issue 26 item 3: a tenant freezing its cgroup right after LoopSetup held
+// the nbd worker for 60 s and later took a device with no record). Kernels before 5.2 have no
+// freezer files in cgroup v2: nothing to refuse.
+Status refuseFrozen(const TargetCgroup& t);
+
 // The cgroup v2 path `pid` is in now ("" when it cannot be read).
 std::string processCgroupPath(pid_t pid, const std::string& procRoot = "/proc");
 

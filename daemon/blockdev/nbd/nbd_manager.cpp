@@ -244,6 +244,7 @@ Result<BlockDeviceInfo> NbdManager::setup(int backingFd, const NbdOptions& opt,
                            " (the nbd server must run in the caller's cgroup so that its I/O is "
                            "charged there; server_cgroup=daemon is for root)",
                        t.error().code);
+    if (auto f = nbd::refuseFrozen(*t); !f) return f.error();
     target = std::move(*t);
     so.cgroupFd = target->dir.get();
     so.cgroupPath = target->path;

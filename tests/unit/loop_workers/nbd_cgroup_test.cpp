@@ -3,6 +3,7 @@
 // default per caller uid, and the checks on the caller's /proc/PID/cgroup (hostile bytes).
 #include "daemon/blockdev/nbd/nbd_cgroup.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -134,6 +135,30 @@ TEST(NbdCgroup, ProcessCgroupChecks) {
   EXPECT_NE(link.error().code, ENOTSUP) << "refused before the filesystem check";
   t.file("proc/42/cgroup", "0::/missing\n");
   EXPECT_EQ(open(42, 1000).error().code, ENOENT);
+}
+
+// Issue 26 item 3: a frozen target is refused before any server is spawned into it.
+TEST(NbdCgroup, FrozenTargetRefused) {
+  Tree tr;
+  tr.mkdirs("cg");
+  auto open = [&] {
+    return nbd::TargetCgroup{
+        "/cg", UniqueFd(::open((tr.dir() + "/cg").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))};
+  };
+  EXPECT_TRUE(nbd::refuseFrozen(open()));  // no freezer files (before 5.2)
+  tr.file("cg/cgroup.freeze", "0\n");
+  tr.file("cg/cgroup.events", "populated 1\nfrozen 0\n");
+  EXPECT_TRUE(nbd::refuseFrozen(open()));
+  tr.file("cg/cgroup.events", "populated 1\nfrozen 1\n");  // an ancestor froze it
+  auto r = nbd::refuseFrozen(open());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EBUSY);
+  EXPECT_NE(r.error().message.find("frozen"), std::string::npos) << r.error().message;
+  tr.file("cg/cgroup.events", "populated 1\nfrozen 0\n");
+  tr.file("cg/cgroup.freeze", "1\n");  // asked, not yet frozen: the server would stop too
+  r = nbd::refuseFrozen(open());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, EBUSY);
 }
 
 TEST(NbdCgroup, OwnCgroupOnTheHost) {
