@@ -163,7 +163,11 @@ struct BusServer::Impl {
   void askUid(const std::string& sender, UidFn done);
   // The caller's uid, then `next(uid)`; `refused` on failure or when too many lookups wait.
   void callerUid(const std::string& sender, std::function<void(uint32_t)> next, RefuseFn refused);
-  // The bus driver's GetConnectionUnixProcessID (LoopPidFn).
+  // The bus driver's GetConnectionCredentials for `sender`: its pid and pidfd (ProcessFD, where
+  // the bus has one); pid 0 and the error when it cannot say.
+  using ProcessFn = std::function<void(const CallerProcess&, const std::string& error)>;
+  void askProcess(const std::string& sender, ProcessFn done);
+  // The same lookup's pid alone (LoopPidFn: the nbd server_cgroup=caller lookup).
   void askPid(const std::string& sender, std::function<void(uint32_t, const std::string&)> done);
   // authorize() for `action`, asking polkit when it says so. Exactly one of the two is called.
   void checkAction(const std::string& sender, uint32_t uid, const std::string& action,
@@ -461,25 +465,42 @@ void BusServer::Impl::askUid(const std::string& sender, UidFn done) {
       });
 }
 
-void BusServer::Impl::askPid(const std::string& sender,
-                             std::function<void(uint32_t, const std::string&)> done) {
+void BusServer::Impl::askProcess(const std::string& sender, ProcessFn done) {
+  using Creds = std::map<std::string, sdbus::Variant>;
   try {
-    busDriver->callMethodAsync("GetConnectionUnixProcessID")
+    busDriver->callMethodAsync("GetConnectionCredentials")
         .onInterface("org.freedesktop.DBus")
         .withTimeout(kPolkitTimeout)
         .withArguments(sender)
-        .uponReplyInvoke([done](compat::AsyncError err, uint32_t pid) {
+        .uponReplyInvoke([done](compat::AsyncError err, Creds creds) {
           try {
-            if (err)
-              done(0, err->getName() + ": " + err->getMessage());
-            else
-              done(pid, {});
+            if (err) {
+              done({}, err->getName() + ": " + err->getMessage());
+              return;
+            }
+            CallerProcess p;
+            sdbus::UnixFd pidfd;  // owned here: open while done() reads through it
+            auto pid = creds.find("ProcessID");
+            if (pid != creds.end() && compat::typeOf(pid->second) == "u")
+              p.pid = pid->second.get<uint32_t>();
+            auto fd = creds.find("ProcessFD");
+            if (fd != creds.end() && compat::typeOf(fd->second) == "h") {
+              pidfd = fd->second.get<sdbus::UnixFd>();
+              p.pidfd = pidfd.get();
+            }
+            done(p, p.pid ? "" : "the bus names no process for the caller");
           } catch (...) {
           }
         });
   } catch (const sdbus::Error& e) {
-    done(0, e.getName() + ": " + e.getMessage());
+    done({}, e.getName() + ": " + e.getMessage());
   }
+}
+
+void BusServer::Impl::askPid(const std::string& sender,
+                             std::function<void(uint32_t, const std::string&)> done) {
+  askProcess(sender,
+             [done](const CallerProcess& p, const std::string& error) { done(p.pid, error); });
 }
 
 void BusServer::Impl::callerUid(const std::string& sender, std::function<void(uint32_t)> next,
@@ -508,17 +529,20 @@ void BusServer::Impl::callerUid(const std::string& sender, std::function<void(ui
       next(*uid);
       return;
     }
-    // uid 0: trusted without polkit only with CAP_SYS_ADMIN (audit L5).
-    askPid(sender, [this, slot, next, refused](uint32_t pid, const std::string& pidError) {
-      slot->release();
-      std::string problem = pid ? options.rootCallerProblem(pid)
-                                : "the bus does not name the caller's process (" + pidError + ")";
-      if (!problem.empty()) {
-        refused(Refusal::denied("Not allowed for uid 0: " + problem));
-        return;
-      }
-      next(0);
-    });
+    // uid 0: trusted without polkit only as root of the initial user namespace with
+    // CAP_SYS_ADMIN (audit L5, issue 25). Refused, not sent to polkit: polkitd says yes to
+    // every uid-0 subject, whatever its namespace or capabilities.
+    askProcess(sender,
+               [this, slot, next, refused](const CallerProcess& p, const std::string& pidError) {
+                 slot->release();
+                 std::string problem = p.pid ? options.rootCallerProblem(p) : pidError;
+                 if (!problem.empty()) {
+                   note(BusLogLevel::Info, "uid 0 not trusted as root: " + problem);
+                   refused(Refusal::denied(kRootRefusal));
+                   return;
+                 }
+                 next(0);
+               });
   });
 }
 

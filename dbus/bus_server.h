@@ -52,6 +52,21 @@ struct BusTarget {
 
 enum class BusLogLevel { Info, Notice, Warning };
 
+// The process the bus driver names for a connection (GetConnectionCredentials): its pid and,
+// where the bus hands one out (dbus >= 1.15, dbus-broker), a pidfd for it (else -1; not
+// owned, open only during the call it is passed to).
+struct CallerProcess {
+  uint32_t pid = 0;
+  int pidfd = -1;
+};
+
+// The one AccessDenied text for a uid-0 caller that is not trusted as root (issue 25): what is
+// required, never what was found ("gone", "uid X", "without CAP_SYS_ADMIN" would tell an
+// attacker when a reused pid answers for it). The daemon's log has the detail.
+inline constexpr const char* kRootRefusal =
+    "Not allowed: a change needs root in the initial user namespace with CAP_SYS_ADMIN, or "
+    "polkit authorization (which uid 0 cannot get through the daemon)";
+
 struct BusServerOptions {
   BusTarget bus;
   // Where the server's own log lines go (the daemon routes them to spdlog/journald):
@@ -64,10 +79,12 @@ struct BusServerOptions {
   LoopBackend* loopBackend = nullptr;
   // Where loop jobs run (LoopJobFn, loop_backend.h); unset: inline, on the loop thread.
   LoopJobFn loopJobs;
-  // uid 0 skips polkit only when this says "" for the caller's pid (audit L5: the daemon asks
-  // for CAP_SYS_ADMIN, daemon/kernel/caller_privilege.h); otherwise the change is refused with
-  // its text. Unset: uid 0 is trusted as the bus names it. Called on the loop thread.
-  std::function<std::string(uint32_t pid)> rootCallerProblem;
+  // uid 0 skips polkit only when this says "" for the caller's process (audit L5, issue 25:
+  // CAP_SYS_ADMIN in the initial user namespace, daemon/kernel/caller_privilege.h); otherwise
+  // the change is refused with kRootRefusal and this text is logged. It is not sent to polkit:
+  // polkitd authorizes every uid-0 subject itself. Unset: uid 0 is trusted as the bus names
+  // it. Called on the loop thread.
+  std::function<std::string(const CallerProcess&)> rootCallerProblem;
   // Test hooks. Production leaves these alone.
   std::string polkitBusName = "org.freedesktop.PolicyKit1";  // where CheckAuthorization goes
   std::optional<uint32_t> uidOverride;  // treat every caller as this uid (tests only)

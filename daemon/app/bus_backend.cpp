@@ -409,7 +409,10 @@ std::unique_ptr<DaemonBus> DaemonBus::attach(Daemon& daemon, const Options& opti
   so.bus = *target;
   so.loopBackend = loops;
   // Callers are processes on the real bus: the real /proc, whatever --proc-root says.
-  so.rootCallerProblem = [](uint32_t pid) { return rootCallerProblem(static_cast<pid_t>(pid)); };
+  so.rootCallerProblem = [](const dbus::CallerProcess& p) {
+    if (p.pid > static_cast<uint32_t>(INT32_MAX)) return std::string("pid out of range");
+    return rootCallerProblem(static_cast<pid_t>(p.pid), p.pidfd);
+  };
   if (loops) {
     auto q = WorkQueue::create(daemon.loop(), kMaxLoopJobs);
     if (!q) {

@@ -2,12 +2,15 @@
 #include "daemon/kernel/caller_privilege.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <charconv>
 #include <optional>
 
 #include "daemon/kernel/fs.h"
+#include "policy/formats/proc.h"
 
 namespace cxiosync {
 namespace {
@@ -59,25 +62,100 @@ Result<uint64_t> parseStatusCapEff(std::string_view s) {
   return caps;
 }
 
-std::string rootCallerProblem(pid_t pid, const std::string& procRoot) {
-  if (pid <= 0) return "the caller's process is not known (no pid from the bus)";
-  const std::string who = "process " + std::to_string(pid);
-  const std::string pdir = procRoot + "/" + std::to_string(pid);
-  int pfd = ::open(pdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (pfd < 0) return "the caller's " + who + " is gone";
-  UniqueFd proc(pfd);
-  auto status = readFileAt(proc.get(), "status", pdir + "/status");
-  if (!status) return "the caller's " + who + " is gone";
+Result<int64_t> parseFdinfoPid(std::string_view s) {
+  auto line = statusField(s, "Pid");
+  if (!line) return makeError("no Pid: line in pidfd fdinfo", EINVAL);
+  std::string_view v = *line;
+  while (!v.empty() && (v.front() == '\t' || v.front() == ' ')) v.remove_prefix(1);
+  int64_t pid = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), pid);
+  if (ec != std::errc() || ptr == v.data() || ptr != v.data() + v.size())
+    return makeError("malformed Pid: line in pidfd fdinfo", EINVAL);
+  return pid;
+}
+
+Result<PinnedProcess> PinnedProcess::open(pid_t pid, int pidfd, const std::string& procRoot) {
+  if (pid <= 0) return makeError("no pid from the bus", ESRCH);
+  std::string path = procRoot + "/" + std::to_string(pid);
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return makeError(path + " is gone", ESRCH);
+  PinnedProcess p(UniqueFd(fd), std::move(path), pid, pidfd, 0);
+  auto start = p.startTime();
+  if (!start) return start.error();
+  p.start_ = *start;
+  return p;
+}
+
+Result<uint64_t> PinnedProcess::startTime() const {
+  auto text = readFileAt(dir_.get(), "stat", path_ + "/stat");
+  if (!text) return makeError(path_ + " is gone", ESRCH);
+  auto stat = parseProcStat(*text);
+  if (!stat) return makeError(path_ + "/stat: " + stat.error().message, ESRCH);
+  return stat->startTimeTicks;
+}
+
+Status PinnedProcess::stillSame() const {
+  auto now = startTime();
+  if (!now) return now.error();
+  if (*now != start_) return makeError(path_ + " changed its start time: another process", ESRCH);
+  if (pidfd_ < 0) return Ok{};
+  // A live pidfd process holds its pid: it had it through every read above. POLLIN means it
+  // has exited (a zombie included); fdinfo's Pid (in our pid namespace) must be the bus's.
+  struct pollfd pf {
+    pidfd_, POLLIN, 0
+  };
+  if (::poll(&pf, 1, 0) != 0) return makeError(path_ + ": the bus's pidfd process exited", ESRCH);
+  const std::string info = "/proc/self/fdinfo/" + std::to_string(pidfd_);
+  int fd = ::open(info.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return makeError(info + " cannot be read", ESRCH);
+  UniqueFd f(fd);
+  auto text = readAll(f.get(), info);
+  if (!text) return makeError(info + " cannot be read", ESRCH);
+  auto owner = parseFdinfoPid(*text);
+  if (!owner || *owner != pid_)
+    return makeError(path_ + ": the bus's pidfd names another process", ESRCH);
+  return Ok{};
+}
+
+namespace {
+
+// st_dev/st_ino of a user namespace link (nsfs), without following anything but that link.
+Result<std::pair<dev_t, ino_t>> userNs(int dirfd, const char* rel, const std::string& shown) {
+  struct stat st {};
+  if (::fstatat(dirfd, rel, &st, 0) != 0) return sysError(errno, "stat", shown);
+  return std::pair{st.st_dev, st.st_ino};
+}
+
+std::string describeProblem(const PinnedProcess& p, const std::string& procRoot) {
+  auto status = readFileAt(p.dir(), "status", p.path() + "/status");
+  if (!status) return p.path() + " is gone";
   auto euid = parseStatusEuid(*status);
-  if (!euid) return who + ": " + euid.error().message;
-  if (*euid != 0) return who + " runs as uid " + std::to_string(*euid) + ", not root";
+  if (!euid) return p.path() + ": " + euid.error().message;
+  if (*euid != 0) return p.path() + " runs as uid " + std::to_string(*euid) + ", not root";
   auto caps = parseStatusCapEff(*status);
-  if (!caps) return who + ": " + caps.error().message;
+  if (!caps) return p.path() + ": " + caps.error().message;
   if (!(*caps & (uint64_t{1} << kCapSysAdmin)))
-    return who +
-           " is root without CAP_SYS_ADMIN (a container's root on the host's bus?); "
-           "uid 0 is trusted only with it";
+    return p.path() + " is root without CAP_SYS_ADMIN (a container's root on the host's bus?)";
+  // A new user namespace shows a full CapEff that is worth nothing on the host.
+  auto theirs = userNs(p.dir(), "ns/user", p.path() + "/ns/user");
+  if (!theirs) return theirs.error().message;
+  auto ours = userNs(AT_FDCWD, (procRoot + "/self/ns/user").c_str(), procRoot + "/self/ns/user");
+  if (!ours) return ours.error().message;
+  if (*theirs != *ours) return p.path() + " is root of another user namespace, not the daemon's";
   return {};
+}
+
+}  // namespace
+
+std::string rootCallerProblem(pid_t pid, int pidfd, const std::string& procRoot) {
+  auto pinned = PinnedProcess::open(pid, pidfd, procRoot);
+  if (!pinned) return "the caller's process: " + pinned.error().message;
+  std::string problem = describeProblem(*pinned, procRoot);
+  // Checked after the reads, also when they found a problem: a log line must not name
+  // another process's state as the caller's.
+  auto same = pinned->stillSame();
+  if (!same) return "the caller's process: " + same.error().message;
+  return problem;
 }
 
 }  // namespace cxiosync

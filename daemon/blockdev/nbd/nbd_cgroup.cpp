@@ -65,17 +65,12 @@ Result<std::string> cgroupRelativePath(std::string_view p) {
 Result<TargetCgroup> openProcessCgroup(pid_t pid, uint32_t expectedUid, const std::string& procRoot,
                                        const std::string& cgroupRoot) {
   if (pid <= 0) return makeError("the caller's process is not known (no pid from the bus)", ESRCH);
-  const std::string pdir = procRoot + "/" + std::to_string(pid);
-  int pfd = ::open(pdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (pfd < 0) {
-    const int e = errno;
-    return makeError("the caller's process " + std::to_string(pid) + " is gone",
-                     e == ENOENT ? ESRCH : e);
-  }
-  UniqueFd proc(pfd);
-  // Both files through the same /proc/PID fd: once the pid is reused, reads fail (ESRCH)
-  // instead of describing another process.
-  auto status = readFileAt(proc.get(), "status", pdir + "/status");
+  // The caller's identity path (caller_privilege.h): both files through one /proc/PID fd,
+  // pinned by the start time, so a reused pid fails instead of describing another process.
+  auto pinned = PinnedProcess::open(pid, -1, procRoot);
+  if (!pinned) return makeError("the caller's process " + std::to_string(pid) + " is gone", ESRCH);
+  const std::string& pdir = pinned->path();
+  auto status = readFileAt(pinned->dir(), "status", pdir + "/status");
   if (!status) return makeError("the caller's process " + std::to_string(pid) + " is gone", ESRCH);
   auto euid = parseStatusEuid(*status);
   if (!euid) return euid.error();
@@ -83,8 +78,9 @@ Result<TargetCgroup> openProcessCgroup(pid_t pid, uint32_t expectedUid, const st
     return makeError("process " + std::to_string(pid) + " runs as uid " + std::to_string(*euid) +
                          ", not the caller's uid " + std::to_string(expectedUid),
                      EPERM);
-  auto text = readFileAt(proc.get(), "cgroup", pdir + "/cgroup");
-  if (!text) return makeError("the caller's process " + std::to_string(pid) + " is gone", ESRCH);
+  auto text = readFileAt(pinned->dir(), "cgroup", pdir + "/cgroup");
+  if (!text || !pinned->stillSame())
+    return makeError("the caller's process " + std::to_string(pid) + " is gone", ESRCH);
   auto parsed = parseProcCgroup(*text);
   if (!parsed)
     return makeError("/proc/" + std::to_string(pid) + "/cgroup: " + parsed.error().message, EINVAL);

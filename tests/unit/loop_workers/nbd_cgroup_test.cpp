@@ -108,6 +108,7 @@ TEST(NbdCgroup, ProcessCgroupChecks) {
   EXPECT_EQ(open(42, 1000).error().code, ESRCH);
   // Another uid's process (a recycled pid) is refused.
   t.file("proc/42/status", status(1001, 1001));
+  t.file("proc/42/stat", "42 (x) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0\n");
   t.file("proc/42/cgroup", "0::/tenant\n");
   auto other = open(42, 1000);
   ASSERT_FALSE(other);
